@@ -1,0 +1,51 @@
+"""Command line: python -m proofkit {new,run,audit}."""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from pathlib import Path
+
+
+def main(argv=None) -> int:
+    p = argparse.ArgumentParser(prog="python -m proofkit", description=__doc__)
+    sub = p.add_subparsers(dest="command", required=True)
+    n = sub.add_parser("new", help="scaffold proofs/<Op>.ipynb from the ONNX schema and add it to _toc.yml")
+    n.add_argument("op")
+    n.add_argument("--force", action="store_true", help="overwrite an existing chapter")
+    r = sub.add_parser("run", help="execute chapters in place in a fresh kernel, top to bottom")
+    r.add_argument("notebooks", nargs="+", type=Path)
+    sub.add_parser("audit", help="regenerate book/audit.md, the family pages and _toc.yml")
+    args = p.parse_args(argv)
+
+    if args.command == "new":
+        from .scaffold import new_chapter
+
+        path = new_chapter(args.op, force=args.force)
+        print(f"wrote {path}; fill in each section, then: python -m proofkit run {path}")
+    elif args.command == "run":
+        from .audit import write_all
+        from .runner import run_notebook
+
+        failed = []
+        for nb in args.notebooks:
+            try:
+                run_notebook(nb)
+                print(f"ran {nb}")
+            except Exception as e:  # report every chapter, then fail
+                failed.append(nb)
+                print(f"FAILED {nb}: {type(e).__name__}: {str(e).splitlines()[-1] if str(e) else ''}",
+                      file=sys.stderr)
+        for path in write_all():
+            print(f"updated {path}")
+        return 1 if failed else 0
+    elif args.command == "audit":
+        from .audit import write_all
+
+        changed = write_all()
+        print("\n".join(f"updated {p}" for p in changed) or "generated pages are up to date")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,305 @@
+"""The checks a chapter runs. Each raises AssertionError naming the input, the largest error and the tolerance.
+
+Every passed check is written to a ledger, keyed by (operator, input or output name). The verdict reads the ledger:
+an input may only be called differentiable after it has passed the finite-difference check against onnx.reference
+and one of the PyTorch or symbolic checks in the same kernel.
+"""
+
+from __future__ import annotations
+
+from collections import defaultdict
+from dataclasses import dataclass, field
+
+import numpy as np
+import sympy as sp
+
+from .onnxrun import run_onnx
+from .schema import op_info
+
+#: (op, formal name) -> set of facts: "forward", "fd", "torch", "symbolic", "none", "zero", "float", "discrete".
+LEDGER: dict[tuple[str, str], set[str]] = defaultdict(set)
+
+
+def reset_ledger() -> None:
+    LEDGER.clear()
+
+
+@dataclass
+class CheckResult:
+    """What a check established; prints deterministically (the tolerance, never the machine-dependent error)."""
+
+    kind: str
+    op: str
+    names: list[str] = field(default_factory=list)
+    detail: str = ""
+
+    def __repr__(self) -> str:
+        names = ", ".join(self.names) if self.names else "nothing"
+        return f"{self.kind} check of {self.op} passed for {names}{': ' + self.detail if self.detail else ''}"
+
+
+def _is_float(x) -> bool:
+    return x is not None and np.issubdtype(np.asarray(x).dtype, np.floating)
+
+
+def _as_list(y):
+    return list(y) if isinstance(y, (list, tuple)) else [y]
+
+
+def _require_float64(op, inputs):
+    info = op_info(op)
+    for i, x in enumerate(inputs):
+        if _is_float(x) and np.asarray(x).dtype != np.float64:
+            raise AssertionError(f"{op}: input {info.input_name(i)} is {np.asarray(x).dtype}; "
+                                 "the backward checks run in float64")
+
+
+def _max_err(a, b) -> float:
+    a, b = np.asarray(a), np.asarray(b)
+    if a.size == 0:
+        return 0.0
+    if not np.issubdtype(a.dtype, np.number) or not np.issubdtype(b.dtype, np.number):
+        return 0.0 if np.array_equal(a, b) else np.inf
+    with np.errstate(invalid="ignore"):
+        d = np.abs(a.astype(np.float64) - b.astype(np.float64))
+    both_nan = np.isnan(a.astype(np.float64)) & np.isnan(b.astype(np.float64))
+    same_inf = np.isinf(a.astype(np.float64)) & (a == b)
+    d = np.where(both_nan | same_inf, 0.0, d)
+    return float(np.nanmax(np.where(np.isnan(d), np.inf, d)))
+
+
+def compare_outputs(op, got, want, *, rtol, atol, what, check_dtype=True) -> None:
+    info = op_info(op)
+    got, want = _as_list(got), _as_list(want)
+    if len(got) != len(want):
+        raise AssertionError(f"{op}: {what} gives {len(got)} outputs, onnx.reference gives {len(want)}")
+    for k, (g, w) in enumerate(zip(got, want)):
+        name = info.output_name(k)
+        g, w = np.asarray(g), np.asarray(w)
+        if g.shape != w.shape:
+            raise AssertionError(f"{op}: output {name}: {what} has shape {g.shape}, onnx.reference {w.shape}")
+        if check_dtype and g.dtype != w.dtype:
+            raise AssertionError(f"{op}: output {name}: {what} has dtype {g.dtype}, onnx.reference {w.dtype}")
+        err = _max_err(g, w)
+        tol = atol + rtol * (float(np.max(np.abs(w))) if w.size and np.issubdtype(w.dtype, np.number) else 0.0)
+        if not err <= tol:
+            raise AssertionError(f"{op}: output {name}: {what} differs from onnx.reference by {err:.3e} "
+                                 f"(tolerance {tol:.1e})")
+
+
+def check_forward(op, model, inputs, attrs=None, *, rtol=1e-12, atol=1e-12, check_dtype=True) -> CheckResult:
+    """`model(inputs, **attrs)` (a NumPy function or a lambdified SymPy model) against onnx.reference.
+
+    `attrs` are passed to the model with ONNX's defaults filled in; outputs must agree in shape, dtype and value.
+    """
+    info = op_info(op)
+    full = info.with_defaults(attrs)
+    want = run_onnx(op, inputs, attrs)
+    got = model(list(inputs), **full)
+    compare_outputs(op, got, want, rtol=rtol, atol=atol, what="the model", check_dtype=check_dtype)
+    for k in range(len(want)):
+        LEDGER[(op, info.output_name(k))].add("forward")
+    return CheckResult("forward", op, [info.output_name(k) for k in range(len(want))],
+                       f"inputs {_shapes_text(inputs)}, attributes {_attr_text(attrs)}, "
+                       f"tolerance {max(rtol, atol):.0e}")
+
+
+def _shapes_text(inputs):
+    return ", ".join(str(tuple(np.shape(x))) if x is not None else "omitted" for x in inputs)
+
+
+def _attr_text(attrs):
+    if not attrs:
+        return "default"
+    return "{" + ", ".join(f"{k}={v!r}" for k, v in sorted(attrs.items())) + "}"
+
+
+def _cotangents(outputs, rng):
+    return [rng.standard_normal(y.shape) if _is_float(y) else None for y in outputs]
+
+
+def _call_vjp(op, vjp, inputs, cotangents, full_attrs):
+    info = op_info(op)
+    grads = vjp(list(inputs), list(cotangents), **full_attrs)
+    grads = list(grads)
+    if len(grads) != len(inputs):
+        raise AssertionError(f"{op}: vjp returned {len(grads)} entries for {len(inputs)} inputs")
+    for i, (g, x) in enumerate(zip(grads, inputs)):
+        name = info.input_name(i)
+        if g is None:
+            continue
+        if x is None:
+            raise AssertionError(f"{op}: vjp returned a gradient for the omitted input {name}")
+        if not _is_float(x):
+            raise AssertionError(f"{op}: vjp returned a gradient for {name}, whose type "
+                                 f"{np.asarray(x).dtype} is discrete")
+        if np.shape(g) != np.shape(x):
+            raise AssertionError(f"{op}: vjp's gradient for {name} has shape {np.shape(g)}, "
+                                 f"the input has shape {np.shape(x)}")
+    return grads
+
+
+def check_vjp_fd(op, vjp, inputs, attrs=None, *, seed=0, n_dirs=2, eps=1e-6, rtol=1e-6, atol=1e-7) -> CheckResult:
+    """Check 1: vᵀJu by central differences of the onnx.reference forward against vᵀ·(vjp) ·u.
+
+    For each input that `vjp` gives a gradient, and `n_dirs` random directions u (random cotangent v on every float
+    output), (vᵀf(x+εu) − vᵀf(x−εu))/2ε must match ⟨vjp(x, v), u⟩ within atol + rtol·scale.
+    """
+    info = op_info(op)
+    inputs = list(inputs)
+    _require_float64(op, inputs)
+    full = info.with_defaults(attrs)
+    rng = np.random.default_rng(seed)
+    outs = run_onnx(op, inputs, attrs)
+    cot = _cotangents(outs, rng)
+    grads = _call_vjp(op, vjp, inputs, cot, full)
+    checked = []
+    for i, g in enumerate(grads):
+        name = info.input_name(i)
+        if g is None:
+            LEDGER[(op, name)].add("none")
+            continue
+        worst, worst_tol = 0.0, 0.0
+        for _ in range(n_dirs):
+            u = rng.standard_normal(np.shape(inputs[i]))
+            plus, minus = list(inputs), list(inputs)
+            plus[i] = inputs[i] + eps * u
+            minus[i] = inputs[i] - eps * u
+            yp, ym = run_onnx(op, plus, attrs, len(outs)), run_onnx(op, minus, attrs, len(outs))
+            fd = sum(float(np.sum(v * (a - b))) for v, a, b in zip(cot, yp, ym) if v is not None) / (2 * eps)
+            an = float(np.sum(np.asarray(g) * u))
+            err, tol = abs(fd - an), atol + rtol * max(abs(fd), abs(an), 1.0)
+            if not err <= tol:
+                raise AssertionError(f"{op}: gradient of input {name} disagrees with finite differences of "
+                                     f"onnx.reference: vᵀJu = {fd:.10g}, vjp gives {an:.10g}, "
+                                     f"error {err:.3e} > tolerance {tol:.1e}")
+            worst, worst_tol = max(worst, err), max(worst_tol, tol)
+        LEDGER[(op, name)].add("fd")
+        checked.append(name)
+    for k, y in enumerate(outs):
+        LEDGER[(op, info.output_name(k))].add("float" if _is_float(y) else "discrete")
+        if cot[k] is not None and checked:
+            LEDGER[(op, info.output_name(k))].add("fd")
+    return CheckResult("finite-difference", op, checked,
+                       f"inputs {_shapes_text(inputs)}, attributes {_attr_text(attrs)}, {n_dirs} random directions "
+                       f"each, ε={eps:g}")
+
+
+def check_vjp_torch(op, vjp, twin, inputs, attrs=None, *, seed=0, rtol=1e-10, atol=1e-12) -> CheckResult:
+    """Check 2 (Method 1 of the ONNX guide): `vjp` against PyTorch autograd of `twin`.
+
+    `twin(*tensors, **attrs)` is the op written with torch functions (omitted inputs arrive as None, attributes with
+    ONNX defaults). Its forward is first checked against onnx.reference, which shows the mapping between the two;
+    then torch.autograd.grad with random cotangents is compared with `vjp`, input by input.
+    """
+    import torch
+
+    info = op_info(op)
+    inputs = list(inputs)
+    _require_float64(op, inputs)
+    full = info.with_defaults(attrs)
+    want = run_onnx(op, inputs, attrs)
+    tens = [None if x is None else torch.tensor(np.asarray(x)) for x in inputs]
+    for t in tens:
+        if t is not None and t.is_floating_point():
+            t.requires_grad_(True)
+    got = _as_list(twin(*tens, **full))
+    compare_outputs(op, [g.detach().numpy() for g in got], want, rtol=rtol, atol=atol, what="the torch twin")
+    rng = np.random.default_rng(seed)
+    cot = _cotangents(want, rng)
+    grads = _call_vjp(op, vjp, inputs, cot, full)
+    leaves = [t for t in tens if t is not None and t.requires_grad]
+    pairs = [(g, torch.tensor(v)) for g, v in zip(got, cot) if v is not None and g.requires_grad]
+    tgrads = {}
+    if leaves and pairs:
+        res = torch.autograd.grad([p[0] for p in pairs], leaves, [p[1] for p in pairs], allow_unused=True)
+        tgrads = {id(t): r for t, r in zip(leaves, res)}
+    checked = []
+    for i, g in enumerate(grads):
+        name = info.input_name(i)
+        if g is None:
+            LEDGER[(op, name)].add("none")
+            continue
+        tg = tgrads.get(id(tens[i]))
+        tg = np.zeros(np.shape(inputs[i])) if tg is None else tg.numpy()
+        err = _max_err(g, tg)
+        tol = atol + rtol * max(float(np.max(np.abs(tg))) if tg.size else 0.0, 1.0)
+        if not err <= tol:
+            raise AssertionError(f"{op}: gradient of input {name} differs from PyTorch autograd by {err:.3e} "
+                                 f"(tolerance {tol:.1e})")
+        LEDGER[(op, name)].add("torch")
+        checked.append(name)
+    return CheckResult("PyTorch autograd", op, checked, f"inputs {_shapes_text(inputs)}, attributes {_attr_text(attrs)}, "
+                       f"tolerance {rtol:.0e}")
+
+
+def _flat(x) -> list:
+    if isinstance(x, sp.MatrixBase):
+        return list(x)
+    return list(np.asarray(x, dtype=object).ravel())
+
+
+def _shape(x) -> tuple:
+    return tuple(x.shape) if isinstance(x, sp.MatrixBase) else np.asarray(x, dtype=object).shape
+
+
+def check_vjp_symbolic(op, inputs: dict, outputs: dict, cotangents: dict, rule: dict, *,
+                       pieces: list[dict] | None = None) -> CheckResult:
+    """Check 3 (Method 2): the closed-form rule equals Jᵀ·ḡ on the chapter's SymPy instance, entry by entry.
+
+    inputs: formal input name -> array of symbols; outputs: formal output name -> array of expressions in them;
+    cotangents: output name -> array of cotangent symbols (same shape as the output); rule: input name -> array of
+    expressions (same shape as the input). Where the op is piecewise, `pieces` lists substitutions, one per open piece
+    of the domain (e.g. {x: p} and {x: -p} with p positive); the identity must then hold on every piece.
+    """
+    info = op_info(op)
+    for name in list(inputs) + list(rule):
+        if info.formal(name).role != "input":
+            raise KeyError(f"{op}: {name} is not an input")
+    for name in list(outputs) + list(cotangents):
+        if info.formal(name).role != "output":
+            raise KeyError(f"{op}: {name} is not an output")
+    pieces = pieces or [{}]
+    checked = []
+    for name, r in rule.items():
+        if _shape(r) != _shape(inputs[name]):
+            raise AssertionError(f"{op}: the rule for {name} has shape {_shape(r)}, the input {_shape(inputs[name])}")
+        for k, (xk, rk) in enumerate(zip(_flat(inputs[name]), _flat(r))):
+            jt = sum((g * sp.diff(y, xk) for o, ys in outputs.items()
+                      for g, y in zip(_flat(cotangents[o]), _flat(ys))), sp.Integer(0))
+            for piece in pieces:
+                d = sp.simplify((rk - jt).subs(piece))
+                if d != 0:
+                    where = f" on the piece {piece}" if piece else ""
+                    raise AssertionError(f"{op}: the rule for {name}[{k}] differs from Jᵀḡ{where} by {d}")
+        LEDGER[(op, name)].add("symbolic")
+        checked.append(name)
+    return CheckResult("symbolic", op, checked, f"Jᵀḡ on the SymPy instance, {len(pieces)} piece(s)")
+
+
+def check_zero_almost_everywhere(op, inputs, attrs=None, *, names=None, seed=0, n_dirs=3, eps=1e-6) -> CheckResult:
+    """Evidence for 'zero almost everywhere': onnx.reference's outputs do not move under ±ε perturbations of the
+    named inputs along random directions at the given (jump-free) points, so every directional derivative is 0."""
+    info = op_info(op)
+    inputs = list(inputs)
+    _require_float64(op, inputs)
+    base = run_onnx(op, inputs, attrs)
+    rng = np.random.default_rng(seed)
+    names = names or [info.input_name(i) for i, x in enumerate(inputs) if _is_float(x)]
+    for i, x in enumerate(inputs):
+        name = info.input_name(i)
+        if name not in names:
+            continue
+        for _ in range(n_dirs):
+            u = rng.standard_normal(np.shape(x))
+            for s in (eps, -eps):
+                moved = list(inputs)
+                moved[i] = x + s * u
+                for k, (a, b) in enumerate(zip(run_onnx(op, moved, attrs, len(base)), base)):
+                    if not np.array_equal(a, b):
+                        raise AssertionError(f"{op}: output {info.output_name(k)} moves when {name} is perturbed "
+                                             f"by {s:g}·u: the point is not in a flat piece")
+        LEDGER[(op, name)].add("zero")
+    for k in range(len(base)):
+        LEDGER[(op, info.output_name(k))].add("zero")
+    return CheckResult("zero-derivative", op, list(names), f"{n_dirs} random directions, ε=±{eps:g}")

@@ -1,0 +1,45 @@
+"""Plots for elementwise chapters: the function and its derivative on one figure."""
+
+from __future__ import annotations
+
+import matplotlib
+
+matplotlib.use("Agg")  # chapters display the returned figure; no window, no backend differences
+import matplotlib.pyplot as plt  # noqa: E402
+import numpy as np  # noqa: E402
+
+
+def plot_elementwise(f, df, low, high, *, title, kinks=(), edges=(), steps=False, n=1201):
+    """Plot f and f' over [low, high] with kinks (dotted lines, open circles on f') and domain edges (shaded).
+
+    `f` and `df` are vectorised NumPy functions (lambdified from the chapter's SymPy expressions, or onnx.reference).
+    With `steps=True` the function is piecewise constant: jumps are drawn as gaps, not as vertical segments.
+    Returns the figure, closed so that the notebook shows it once.
+    """
+    x = np.linspace(low, high, n)
+    near = np.zeros_like(x, dtype=bool)
+    for k in list(kinks) + list(edges):
+        near |= np.abs(x - k) < (high - low) / n
+    y = np.where(near, np.nan, np.asarray(f(x), dtype=float)) if steps or edges else np.asarray(f(x), dtype=float)
+    dy = np.where(near, np.nan, np.asarray(df(x), dtype=float) * np.ones_like(x))
+    fig, ax = plt.subplots(figsize=(6.4, 3.6), dpi=100)
+    ax.plot(x, y, color="C0", lw=2, label="f(x)")
+    ax.plot(x, dy, color="C1", lw=1.5, ls="--", label="f'(x)")
+    for k in kinks:
+        ax.axvline(k, color="0.4", ls=":", lw=1)
+        left, right = df(np.array([k - 1e-9])), df(np.array([k + 1e-9]))
+        for side in (left, right):
+            ax.plot([k], [float(np.asarray(side).ravel()[0])], "o", mfc="white", mec="C1", zorder=3)
+    for e in edges:
+        ax.axvline(e, color="C3", lw=1)
+    if kinks:
+        ax.plot([], [], ":", color="0.4", label="non-differentiable point")
+    if edges:
+        ax.plot([], [], color="C3", label="domain edge")
+    ax.axhline(0, color="0.8", lw=0.8, zorder=0)
+    ax.set_xlabel("x")
+    ax.set_title(title)
+    ax.legend(loc="best", fontsize="small")
+    fig.tight_layout()
+    plt.close(fig)
+    return fig

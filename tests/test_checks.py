@@ -1,0 +1,145 @@
+"""The checks have teeth: correct rules pass, and each kind of wrong rule is rejected with a clear message."""
+
+import numpy as np
+import pytest
+import sympy as sp
+import torch
+
+from proofkit import (check_forward, check_vjp_fd, check_vjp_symbolic, check_vjp_torch,
+                      check_zero_almost_everywhere, reset_ledger, samplers, sum_to_shape)
+from proofkit.checks import LEDGER
+
+A = samplers.normal((2, 1, 3), seed=1)
+B = samplers.normal((4, 1), seed=2)
+
+
+@pytest.fixture(autouse=True)
+def clean_ledger():
+    reset_ledger()
+    yield
+    reset_ledger()
+
+
+def add_vjp(inputs, cotangents, **attrs):
+    return [sum_to_shape(cotangents[0], inputs[0].shape), sum_to_shape(cotangents[0], inputs[1].shape)]
+
+
+def add_vjp_without_reduction(inputs, cotangents, **attrs):
+    return [cotangents[0], cotangents[0]]
+
+
+def add_vjp_reduced_by_mean(inputs, cotangents, **attrs):  # right shapes, wrong values: mean, not sum
+    g = cotangents[0]  # shape (2, 4, 3); A (2, 1, 3) was repeated along axis 1, B (4, 1) along axes 0 and 2
+    return [g.mean(axis=1, keepdims=True), g.mean(axis=(0, 2))[:, None]]
+
+
+def relu_vjp(inputs, cotangents, **attrs):
+    return [cotangents[0] * (inputs[0] > 0)]
+
+
+def relu_vjp_scaled(inputs, cotangents, **attrs):
+    return [1.001 * cotangents[0] * (inputs[0] > 0)]
+
+
+X = samplers.uniform((3, 4), seed=3, avoid=[0.0], margin=1e-3)
+
+
+def test_correct_rules_pass_and_are_recorded():
+    check_vjp_fd("Add", add_vjp, [A, B])
+    check_vjp_torch("Add", add_vjp, torch.add, [A, B])
+    check_vjp_fd("Relu", relu_vjp, [X])
+    assert LEDGER[("Add", "A")] >= {"fd", "torch"} and LEDGER[("Add", "C")] >= {"fd", "float"}
+    assert LEDGER[("Relu", "X")] == {"fd"}
+
+
+def test_add_without_the_broadcast_reduction_is_rejected():
+    with pytest.raises(AssertionError, match=r"Add: vjp's gradient for A has shape \(2, 4, 3\), the input has shape \(2, 1, 3\)"):
+        check_vjp_fd("Add", add_vjp_without_reduction, [A, B])
+    with pytest.raises(AssertionError, match="gradient for A has shape"):
+        check_vjp_torch("Add", add_vjp_without_reduction, torch.add, [A, B])
+    assert ("Add", "A") not in LEDGER or "fd" not in LEDGER[("Add", "A")]
+
+
+def test_add_with_a_wrong_reduction_of_the_right_shape_is_rejected():
+    with pytest.raises(AssertionError, match=r"gradient of input A disagrees with finite differences.*tolerance"):
+        check_vjp_fd("Add", add_vjp_reduced_by_mean, [A, B])
+    with pytest.raises(AssertionError, match=r"gradient of input A differs from PyTorch autograd by .*tolerance"):
+        check_vjp_torch("Add", add_vjp_reduced_by_mean, torch.add, [A, B])
+
+
+def test_relu_scaled_by_1_001_is_rejected_by_both_numeric_checks():
+    with pytest.raises(AssertionError, match=r"Relu: gradient of input X disagrees with finite differences of "
+                                             r"onnx.reference: .* error .* > tolerance"):
+        check_vjp_fd("Relu", relu_vjp_scaled, [X])
+    with pytest.raises(AssertionError, match=r"Relu: gradient of input X differs from PyTorch autograd"):
+        check_vjp_torch("Relu", relu_vjp_scaled, torch.relu, [X])
+    assert not LEDGER.get(("Relu", "X"))
+
+
+def test_relu_scaled_rule_is_rejected_symbolically_and_piecewise_rule_accepted():
+    x, p = sp.Symbol("x", real=True), sp.Symbol("p", positive=True)
+    g = sp.Symbol("g")
+    y = sp.Max(0, x)
+    good = sp.Piecewise((g, x > 0), (0, True))
+    check_vjp_symbolic("Relu", {"X": [x]}, {"Y": [y]}, {"Y": [g]}, {"X": [good]}, pieces=[{x: p}, {x: -p}])
+    with pytest.raises(AssertionError, match=r"Relu: the rule for X\[0\] differs from Jᵀḡ on the piece"):
+        check_vjp_symbolic("Relu", {"X": [x]}, {"Y": [y]}, {"Y": [g]}, {"X": [good * sp.Rational(1001, 1000)]},
+                           pieces=[{x: p}, {x: -p}])
+
+
+def test_a_gradient_for_a_discrete_input_is_rejected():
+    def reshape_vjp(inputs, cotangents, **attrs):
+        return [cotangents[0].reshape(inputs[0].shape), np.zeros(2)]
+
+    with pytest.raises(AssertionError, match="gradient for shape, whose type int64 is discrete"):
+        check_vjp_fd("Reshape", reshape_vjp, [np.ones((2, 3)), np.array([3, 2])])
+
+
+def test_checks_run_in_float64():
+    with pytest.raises(AssertionError, match="input X is float32; the backward checks run in float64"):
+        check_vjp_fd("Relu", relu_vjp, [X.astype(np.float32)])
+
+
+def test_vjp_must_return_one_entry_per_input():
+    with pytest.raises(AssertionError, match="vjp returned 1 entries for 2 inputs"):
+        check_vjp_fd("Add", lambda i, c: [c[0]], [A, B])
+
+
+def test_forward_check_catches_a_wrong_model_and_a_wrong_torch_twin():
+    check_forward("Add", lambda inputs: [inputs[0] + inputs[1]], [A, B])
+    with pytest.raises(AssertionError, match=r"Add: output C: the model differs from onnx.reference by"):
+        check_forward("Add", lambda inputs: [inputs[0] - inputs[1]], [A, B])
+    with pytest.raises(AssertionError, match="output C: the model has shape"):
+        check_forward("Add", lambda inputs: [inputs[0]], [A, B])
+    with pytest.raises(AssertionError, match="the torch twin differs from onnx.reference"):
+        check_vjp_torch("Add", add_vjp, torch.sub, [A, B])
+
+
+def test_zero_almost_everywhere_check():
+    pts = samplers.uniform((5,), seed=4, avoid=[lambda x: x - np.round(x)], margin=1e-3)
+    check_zero_almost_everywhere("Floor", [pts])
+    assert "zero" in LEDGER[("Floor", "X")] and "zero" in LEDGER[("Floor", "Y")]
+    with pytest.raises(AssertionError, match="output Y moves when X is perturbed"):
+        check_zero_almost_everywhere("Relu", [X])
+    with pytest.raises(AssertionError, match="moves when X is perturbed"):
+        check_zero_almost_everywhere("Floor", [np.array([2.0, 0.5])])  # 2.0 sits on a jump
+
+
+def test_sum_to_shape():
+    g = np.arange(24.0).reshape(2, 3, 4)
+    assert sum_to_shape(g, (2, 3, 4)) is not None and np.array_equal(sum_to_shape(g, (2, 3, 4)), g)
+    assert np.array_equal(sum_to_shape(g, (4,)), g.sum(axis=(0, 1)))
+    assert np.array_equal(sum_to_shape(g, (3, 1)), g.sum(axis=(0, 2))[:, None])
+    assert sum_to_shape(g, ()).item() == g.sum()
+    with pytest.raises(ValueError, match="does not broadcast"):
+        sum_to_shape(g, (5,))
+
+
+def test_samplers_are_seeded_and_keep_their_margins():
+    a = samplers.uniform((1000,), -1, 1, seed=7, avoid=[0.0, lambda x: x - 0.5], margin=0.05)
+    assert np.array_equal(a, samplers.uniform((1000,), -1, 1, seed=7, avoid=[0.0, lambda x: x - 0.5], margin=0.05))
+    assert np.min(np.abs(a)) >= 0.05 and np.min(np.abs(a - 0.5)) >= 0.05
+    d = samplers.distinct((50,), seed=1, gap=0.01)
+    assert np.min(np.diff(np.sort(d))) >= 0.01
+    x = samplers.apart_from(np.zeros(100), [np.array(0.0)], margin=0.1, seed=2)
+    assert np.min(np.abs(x)) >= 0.1

@@ -1,0 +1,64 @@
+"""proofkit's ONNX side: schemas, tags, families, and running one node through onnx.reference."""
+
+import numpy as np
+import pytest
+
+from proofkit import UnknownOperatorError, list_ops, op_info, run_onnx
+from proofkit.families import FAMILIES, family_of, slug
+
+
+def test_every_default_domain_op_is_listed_once_in_a_family():
+    members = [op for ops in FAMILIES.values() for op in ops]
+    assert len(members) == len(set(members))
+    assert sorted(members) == list(list_ops())
+    assert len(list_ops()) == 201  # onnx 1.23.2; a new onnx with new ops must place them in a family
+
+
+def test_schema_reads_tags_optional_and_variadic():
+    clip = op_info("Clip")
+    assert clip.version == 13
+    assert [(f.name, f.tag, f.arity) for f in clip.inputs] == [
+        ("input", "Differentiable", "single"), ("min", "NonDifferentiable", "optional"),
+        ("max", "NonDifferentiable", "optional")]
+    assert op_info("Sum").inputs[0].variadic and op_info("Sum").input_name(7) == "data_0"
+    assert op_info("Reshape").formal("shape").types == ("tensor(int64)",)
+    assert {f.tag for f in op_info("Range").formals} == {"Unknown"}
+
+
+def test_attribute_defaults_are_onnx_defaults():
+    assert op_info("Softmax").with_defaults(None) == {"axis": -1}
+    assert op_info("Reshape").with_defaults({"allowzero": 1}) == {"allowzero": 1}
+    assert op_info("Shape").with_defaults({}) == {"start": 0}  # `end` has no default: absent means "to the end"
+    with pytest.raises(ValueError, match="no attribute 'axes'.*axis"):
+        op_info("Softmax").with_defaults({"axes": 0})
+
+
+def test_unknown_op_name_lists_close_names():
+    with pytest.raises(UnknownOperatorError, match=r"'Matmul' is not an operator.*Did you mean MatMul"):
+        op_info("Matmul")
+    with pytest.raises(UnknownOperatorError, match="Did you mean Softmax"):
+        op_info("SoftMax")
+    with pytest.raises(UnknownOperatorError, match="not an operator"):
+        op_info("Frobnicate")
+
+
+def test_wrong_number_of_inputs_is_a_clear_error():
+    with pytest.raises(ValueError, match=r"Add-14 takes 2 inputs \(A, B\); got 3"):
+        run_onnx("Add", [np.ones(2)] * 3)
+    with pytest.raises(ValueError, match=r"Clip-13 takes 1 to 3 inputs .*got 0"):
+        run_onnx("Clip", [])
+
+
+def test_run_onnx_keeps_dtype_and_handles_omitted_optional_inputs():
+    x = np.array([-2.0, 0.5, 3.0], dtype=np.float32)
+    (y,) = run_onnx("Clip", [x, None, np.array(1.0, dtype=np.float32)])
+    assert y.dtype == np.float32 and y.tolist() == [-2.0, 0.5, 1.0]
+    (s,) = run_onnx("Shape", [np.zeros((2, 3, 4))], {"start": 1})
+    assert s.dtype == np.int64 and s.tolist() == [3, 4]
+
+
+def test_family_slugs_are_file_names():
+    assert slug("Shape, indexing and casting") == "shape-indexing-and-casting"
+    assert family_of("Relu") == "Activations"
+    with pytest.raises(KeyError):
+        family_of("NotAnOp")

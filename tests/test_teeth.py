@@ -1,0 +1,38 @@
+"""Breaking any chapter's backward rule turns the chapter red.
+
+Each chapter is executed with its `vjp` replaced, right after its definition, by a wrong one: every gradient scaled by
+1.001, and a zero gradient where the chapter says None. The chapter's own checks or its verdict must then fail.
+"""
+
+import nbformat
+import pytest
+from nbclient.exceptions import CellExecutionError
+
+from proofkit.runner import execute
+from chapters import NOTEBOOKS, ROOT, source
+
+BREAK = """
+import numpy as _np
+_correct_vjp = vjp
+
+def vjp(inputs, cotangents, **attrs):
+    broken = []
+    for x, g in zip(inputs, _correct_vjp(inputs, cotangents, **attrs)):
+        if g is not None:
+            broken.append(_np.asarray(g) * 1.001)
+        elif x is not None and _np.issubdtype(_np.asarray(x).dtype, _np.floating):
+            broken.append(_np.zeros(_np.shape(x)))
+        else:
+            broken.append(None)
+    return broken
+"""
+
+
+@pytest.mark.parametrize("path", NOTEBOOKS, ids=[p.stem for p in NOTEBOOKS])
+def test_a_wrong_backward_rule_fails_the_chapter(path):
+    nb = nbformat.read(path, as_version=4)
+    where = max(i for i, c in enumerate(nb.cells) if c.cell_type == "code" and "def vjp(" in source(c))
+    nb.cells.insert(where + 1, nbformat.v4.new_code_cell(BREAK))
+    with pytest.raises(CellExecutionError) as err:
+        execute(nb, ROOT / "proofs", timeout=300)
+    assert err.value.ename in {"AssertionError", "VerdictError"}, err.value.ename
