@@ -2,11 +2,28 @@
 
 from __future__ import annotations
 
-import matplotlib
+import io
 
-matplotlib.use("Agg")  # chapters display the returned figure; no window, no backend differences
-import matplotlib.pyplot as plt  # noqa: E402
-import numpy as np  # noqa: E402
+import numpy as np
+from matplotlib.figure import Figure
+
+
+class Plot:
+    """A figure that displays as a PNG in any kernel, whatever matplotlib backend is active.
+
+    The text form names the figure, so nbval compares something stable (it skips the PNG itself).
+    """
+
+    def __init__(self, figure: Figure, title: str):
+        self.figure, self.title = figure, title
+
+    def _repr_png_(self) -> bytes:
+        buf = io.BytesIO()
+        self.figure.savefig(buf, format="png", metadata={"Software": None})
+        return buf.getvalue()
+
+    def __repr__(self) -> str:
+        return f"<plot: {self.title}>"
 
 
 def plot_elementwise(f, df, low, high, *, title, kinks=(), edges=(), steps=False, n=1201):
@@ -14,7 +31,7 @@ def plot_elementwise(f, df, low, high, *, title, kinks=(), edges=(), steps=False
 
     `f` and `df` are vectorised NumPy functions (lambdified from the chapter's SymPy expressions, or onnx.reference).
     With `steps=True` the function is piecewise constant: jumps are drawn as gaps, not as vertical segments.
-    Returns the figure, closed so that the notebook shows it once.
+    Returns a Plot, which the notebook shows as a PNG; its `.figure` is the matplotlib Figure.
     """
     x = np.linspace(low, high, n)
     near = np.zeros_like(x, dtype=bool)
@@ -22,7 +39,8 @@ def plot_elementwise(f, df, low, high, *, title, kinks=(), edges=(), steps=False
         near |= np.abs(x - k) < (high - low) / n
     y = np.where(near, np.nan, np.asarray(f(x), dtype=float)) if steps or edges else np.asarray(f(x), dtype=float)
     dy = np.where(near, np.nan, np.asarray(df(x), dtype=float) * np.ones_like(x))
-    fig, ax = plt.subplots(figsize=(6.4, 3.6), dpi=100)
+    fig = Figure(figsize=(6.4, 3.6), dpi=100)  # not pyplot: no backend, nothing left open
+    ax = fig.subplots()
     ax.plot(x, y, color="C0", lw=2, label="f(x)")
     ax.plot(x, dy, color="C1", lw=1.5, ls="--", label="f'(x)")
     for k in kinks:
@@ -41,5 +59,4 @@ def plot_elementwise(f, df, low, high, *, title, kinks=(), edges=(), steps=False
     ax.set_title(title)
     ax.legend(loc="best", fontsize="small")
     fig.tight_layout()
-    plt.close(fig)
-    return fig
+    return Plot(fig, title)

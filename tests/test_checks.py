@@ -143,3 +143,24 @@ def test_samplers_are_seeded_and_keep_their_margins():
     assert np.min(np.diff(np.sort(d))) >= 0.01
     x = samplers.apart_from(np.zeros(100), [np.array(0.0)], margin=0.1, seed=2)
     assert np.min(np.abs(x)) >= 0.1
+
+
+def test_an_omitted_optional_input_is_not_recorded_as_non_differentiable():
+    def clip_vjp(inputs, cotangents, **attrs):
+        x, lo, hi = inputs
+        g = cotangents[0]
+        return [g * (x > lo), None if lo is None else np.sum(g * (x < lo)), None]
+
+    x = samplers.apart_from(samplers.normal((5,), seed=1), [np.array(0.0)], seed=2)
+    result = check_vjp_fd("Clip", clip_vjp, [x, np.array(0.0), None])
+    assert LEDGER[("Clip", "min")] == {"fd"} and ("Clip", "max") not in LEDGER
+    assert "inputs (5,), (), omitted" in repr(result)
+
+
+def test_forward_check_compares_nan_and_infinities_exactly():
+    x = np.array([np.nan, np.inf, -np.inf, -0.5, 2.5])
+    check_forward("Floor", lambda inputs: [np.floor(inputs[0])], [x])
+    with pytest.raises(AssertionError, match="differs from onnx.reference by inf"):
+        check_forward("Floor", lambda inputs: [np.where(np.isinf(inputs[0]), 0.0, np.floor(inputs[0]))], [x])
+    with pytest.raises(AssertionError, match="differs from onnx.reference"):
+        check_forward("Floor", lambda inputs: [np.nan_to_num(np.floor(inputs[0]))], [x])

@@ -4,6 +4,8 @@ Each chapter is executed with its `vjp` replaced, right after its definition, by
 1.001, and a zero gradient where the chapter says None. The chapter's own checks or its verdict must then fail.
 """
 
+import ast
+
 import nbformat
 import pytest
 from nbclient.exceptions import CellExecutionError
@@ -32,7 +34,11 @@ def vjp(inputs, cotangents, **attrs):
 def test_a_wrong_backward_rule_fails_the_chapter(path):
     nb = nbformat.read(path, as_version=4)
     where = max(i for i, c in enumerate(nb.cells) if c.cell_type == "code" and "def vjp(" in source(c))
-    nb.cells.insert(where + 1, nbformat.v4.new_code_cell(BREAK))
+    # splice the wrong rule in right after the definition, before anything in the same cell can use the right one
+    lines = source(nb.cells[where]).splitlines()
+    end = next(node.end_lineno for node in ast.parse("\n".join(lines)).body
+               if isinstance(node, ast.FunctionDef) and node.name == "vjp")
+    nb.cells[where].source = "\n".join(lines[:end] + BREAK.splitlines() + lines[end:])
     with pytest.raises(CellExecutionError) as err:
         execute(nb, ROOT / "proofs", timeout=300)
     assert err.value.ename in {"AssertionError", "VerdictError"}, err.value.ename

@@ -1,0 +1,37 @@
+"""Plots and tables render deterministically in text and as images/HTML in the book."""
+
+import numpy as np
+
+from proofkit import attributes, plot_elementwise, show, signature
+
+
+def test_plot_marks_kinks_and_edges_and_renders_png():
+    p = plot_elementwise(np.abs, np.sign, -2, 2, title="Abs", kinks=(0,), edges=(1.5,))
+    assert repr(p) == "<plot: Abs>"
+    png = p._repr_png_()
+    assert png.startswith(b"\x89PNG") and png == p._repr_png_()  # same bytes on every call
+    ax = p.figure.axes[0]
+    labels = [line.get_label() for line in ax.get_lines()]
+    assert {"f(x)", "f'(x)", "non-differentiable point", "domain edge"} <= set(labels)
+    open_circles = [line for line in ax.get_lines() if line.get_marker() == "o"]
+    assert sorted(float(c.get_ydata()[0]) for c in open_circles) == [-1.0, 1.0]  # one-sided derivatives at 0
+
+
+def test_plot_of_steps_leaves_gaps_at_the_jumps():
+    p = plot_elementwise(np.floor, lambda x: 0 * x, -1, 1, title="Floor", kinks=(0,), steps=True)
+    y = p.figure.axes[0].get_lines()[0].get_ydata()
+    assert np.isnan(y).any()
+
+
+def test_signature_and_attribute_tables():
+    sig = signature("Clip")
+    text = repr(sig)
+    assert text.splitlines()[0] == "Clip, opset 13"
+    assert "min     optional" in text and "NonDifferentiable" in text
+    assert "<th>ONNX tag</th>" in sig._repr_html_()
+    assert "axis       int   -1" in repr(attributes("Softmax"))
+    assert "(none)" in repr(attributes("Add"))
+
+
+def test_show_rounds_and_drops_negative_zero():
+    assert repr(show(np.array([0.1 + 0.2, -0.0, 1 / 3]))) == "array([0.3     , 0.      , 0.333333])"
