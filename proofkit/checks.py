@@ -319,4 +319,6 @@ def check_zero_almost_everywhere(op, inputs, attrs=None, *, names=None, seed=0, 
         LEDGER[(op, name)].add("zero")
     for k in range(len(base)):
         LEDGER[(op, info.output_name(k))].add("zero")
-    return CheckResult("zero-derivative", op, list(names), f"{n_dirs} random directions, ε=±{eps:g}")
+    return CheckResult("zero-derivative", op, list(names),
+                       f"inputs {_shapes_text(inputs)}, attributes {_attr_text(attrs)}, {n_dirs} random directions, "
+                       f"ε=±{eps:g}")
