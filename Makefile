@@ -6,7 +6,7 @@ BIN := $(VENV)/bin
 REQ_HASH := $(shell cat requirements.txt pyproject.toml | sha256sum | cut -c1-16)
 STAMP := $(VENV)/.installed-$(REQ_HASH)
 
-.PHONY: book test venv audit clean
+.PHONY: book test browser-test venv audit clean
 
 venv: $(STAMP)
 
@@ -17,10 +17,14 @@ $(STAMP): requirements.txt pyproject.toml
 	touch $@
 
 book: $(STAMP)
-	$(BIN)/jupyter-book build .
+	$(BIN)/jupyter-book build . -W -n --keep-going
 
 test: $(STAMP)
 	$(BIN)/pytest
+
+# the built site in headless Chromium (needs Debian's chromium and chromium-driver; run after `make book`)
+browser-test: $(STAMP)
+	$(BIN)/pytest tests_browser -o addopts="" -p no:cacheprovider
 
 audit: $(STAMP)
 	$(BIN)/python -m proofkit audit

@@ -55,15 +55,31 @@ def _link(op: str, verdicts, prefix: str) -> str:
     return f"{{doc}}`{op} <{prefix}proofs/{op}>`" if op in verdicts else op
 
 
-def _status(op, verdicts) -> str:
+def row_anchor(op: str, name: str) -> str:
+    """The id of a verdict row on its chapter's page (proofkit.verdict renders it): cite-able as #verdict-clip-min."""
+    return f"verdict-{op}-{name}".lower()
+
+
+def _row_link(op: str, name: str, verdicts, prefix: str) -> str:
+    if op not in verdicts:
+        return f"`{name}`"
+    return f'<a href="{prefix}proofs/{op}.html#{row_anchor(op, name)}"><code>{name}</code></a>'
+
+
+def glance(op: str, verdicts) -> str:
+    """The operator's verdict at a glance: agrees / disagrees with ONNX / proposed / pending."""
     if op not in verdicts:
         return "pending"
     counts = Counter(a for _, _, a in _rows(op, verdicts))
     if counts["disagrees"]:
-        return f"disagrees with ONNX on {counts['disagrees']}"
-    if counts["proposed"]:
-        return f"proposes tags for {counts['proposed']}"
-    return "agrees with ONNX"
+        return "disagrees with ONNX"
+    return "proposed" if counts["proposed"] else "agrees"
+
+
+def _glance_link(op: str, verdicts, prefix: str) -> str:
+    if op not in verdicts:
+        return "pending"
+    return f'<a href="{prefix}proofs/{op}.html#verdict">{glance(op, verdicts)}</a>'
 
 
 def render_audit(verdicts: dict[str, dict]) -> str:
@@ -89,7 +105,7 @@ def render_audit(verdicts: dict[str, dict]) -> str:
             for k, (f, v, a) in enumerate(_rows(op, verdicts)):
                 first = k == 0
                 lines.append(f"| {_link(op, verdicts, '../') if first else ''} | {info.version if first else ''} "
-                             f"| {f.role} | `{f.name}` | {f.tag} | {v} | {a} |")
+                             f"| {f.role} | {_row_link(op, f.name, verdicts, '../')} | {f.tag} | {v} | {a} |")
     return "\n".join(lines) + "\n"
 
 
@@ -98,21 +114,40 @@ def render_family(family: str, verdicts: dict[str, dict]) -> str:
     done = [op for op in members if op in verdicts]
     lines = [GENERATED_NOTE, "", f"# {family}", "",
              f"{len(members)} operators of the default ONNX domain belong to this part; {len(done)} have a chapter. "
-             "The status compares the chapter's verdict with ONNX's tags; the {ref}`audit <audit>` has every input "
+             "The verdict at a glance compares the chapter with ONNX's tags; the {ref}`audit <audit>` has every input "
              "and output.", "",
-             "| operator | opset | inputs | outputs | status |", "|---|---:|---|---|---|"]
+             "| operator | opset | inputs | outputs | verdict at a glance |", "|---|---:|---|---|---|"]
     for op in members:
         info = op_info(op)
         ins = ", ".join(f"`{f.name}`" for f in info.inputs) or "none"
         outs = ", ".join(f"`{f.name}`" for f in info.outputs)
-        lines.append(f"| {_link(op, verdicts, '../../')} | {info.version} | {ins} | {outs} | {_status(op, verdicts)} |")
+        lines.append(f"| {_link(op, verdicts, '../../')} | {info.version} | {ins} | {outs} "
+                     f"| {_glance_link(op, verdicts, '../../')} |")
+    return "\n".join(lines) + "\n"
+
+
+def render_index(verdicts: dict[str, dict]) -> str:
+    ops = list_ops()
+    counts = Counter(glance(op, verdicts) for op in ops)
+    lines = [GENERATED_NOTE, "", "(operators)=", "# Operator index", "",
+             "Every operator of the default ONNX domain, with its verdict at a glance: *agrees* when the chapter's "
+             "verdict matches ONNX's tag on every input and output, *disagrees with ONNX* when it contradicts at least "
+             "one (the chapter argues it), *proposed* when ONNX leaves a tag Unknown and the chapter proposes one, "
+             "*pending* until the operator has a chapter. The {ref}`audit <audit>` has every input and output.", "",
+             " · ".join(f"{k}: {counts[k]}" for k in ("agrees", "disagrees with ONNX", "proposed", "pending")), "",
+             "| operator | opset | part | verdict at a glance |", "|---|---:|---|---|"]
+    for op in ops:
+        family = family_of(op)
+        lines.append(f"| {_link(op, verdicts, '../')} | {op_info(op).version} "
+                     f"| {{doc}}`{family} <families/{slug(family)}>` | {_glance_link(op, verdicts, '../')} |")
     return "\n".join(lines) + "\n"
 
 
 def render_toc(root: Path = ROOT) -> str:
     have = set(chapters(root))
     parts = [{"caption": "About this book", "chapters": [{"file": f"book/{p}"} for p in
-                                                         ("method", "audit", "contributing", "references")]}]
+                                                         ("method", "operators", "audit", "status", "contributing",
+                                                          "references")]}]
     for family, members in FAMILIES.items():
         entry = {"file": f"book/families/{slug(family)}"}
         sections = [{"file": f"proofs/{op}"} for op in members if op in have]
@@ -129,7 +164,8 @@ def generated_files(root: Path = ROOT) -> dict[Path, str]:
     for op in chapters(root):
         family_of(op)  # a chapter must belong to a family
     verdicts = collect(root)
-    files = {root / "book" / "audit.md": render_audit(verdicts), root / "_toc.yml": render_toc(root)}
+    files = {root / "book" / "audit.md": render_audit(verdicts), root / "book" / "operators.md": render_index(verdicts),
+             root / "_toc.yml": render_toc(root)}
     for family in FAMILIES:
         files[root / "book" / "families" / f"{slug(family)}.md"] = render_family(family, verdicts)
     return files
