@@ -21,6 +21,6 @@ def pytest_sessionfinish(session, exitstatus):
         return  # xdist workers report to the controller, which writes the file once
     out = Path(session.config.rootpath) / TIMES_FILE
     out.parent.mkdir(parents=True, exist_ok=True)
-    payload = {"workers": os.environ.get("PYTEST_XDIST_WORKER_COUNT", ""), "cpus": os.cpu_count(),
+    payload = {"workers": session.config.getoption("numprocesses", None), "cpus": os.cpu_count(),
                "chapters": {k: round(v, 2) for k, v in sorted(_times.items())}}
     out.write_text(json.dumps(payload, indent=1) + "\n")

@@ -16,7 +16,8 @@ import sympy as sp
 from .onnxrun import run_onnx
 from .schema import op_info
 
-#: (op, formal name) -> set of facts: "forward", "fd", "torch", "symbolic", "none", "zero", "float", "discrete".
+#: (op, formal name) -> set of facts: "forward", "fd", "torch", "symbolic", "none" (vjp gave a float input no
+#: gradient), "zero", "float" and "discrete" (an output's, or an input's type in a call).
 LEDGER: dict[tuple[str, str], set[str]] = defaultdict(set)
 
 
@@ -85,6 +86,12 @@ def compare_outputs(op, got, want, *, rtol, atol, what, check_dtype=True) -> Non
             raise AssertionError(f"{op}: output {name}: {what} has shape {g.shape}, onnx.reference {w.shape}")
         if check_dtype and g.dtype != w.dtype:
             raise AssertionError(f"{op}: output {name}: {what} has dtype {g.dtype}, onnx.reference {w.dtype}")
+        if w.dtype.kind in "iub" or g.dtype.kind in "iub":  # integers and bools: exactly, not through float64
+            if not np.array_equal(g, w):
+                bad = int(np.sum(np.asarray(g) != np.asarray(w)))
+                raise AssertionError(f"{op}: output {name}: {what} differs from onnx.reference in {bad} of "
+                                     f"{w.size} entries (integer and bool outputs must be equal exactly)")
+            continue
         err = _max_err(g, w)  # NaN against NaN and equal infinities count as equal
         finite = np.abs(w[np.isfinite(w)]) if np.issubdtype(w.dtype, np.number) else np.zeros(0)
         tol = atol + rtol * (float(np.max(finite)) if finite.size else 0.0)
@@ -105,18 +112,29 @@ def check_forward(op, model, inputs, attrs=None, *, rtol=1e-12, atol=1e-12, chec
     compare_outputs(op, got, want, rtol=rtol, atol=atol, what="the model", check_dtype=check_dtype)
     for k in range(len(want)):
         LEDGER[(op, info.output_name(k))].add("forward")
+    exact = all(w.dtype.kind in "iub" for w in want)
     return CheckResult("forward", op, [info.output_name(k) for k in range(len(want))],
                        f"inputs {_shapes_text(inputs)}, attributes {_attr_text(attrs)}, "
-                       f"tolerance {max(rtol, atol):.0e}")
+                       + ("equal exactly" if exact else f"tolerance {max(rtol, atol):.0e}"))
+
+
+def _shown_name(info, i: int) -> str:
+    """An input's name in a printout: the formal name, with its position for a variadic input (data_0[2])."""
+    last = info.inputs[-1] if info.inputs else None
+    if last is not None and last.variadic and i >= last.position:
+        return f"{last.name}[{i - last.position}]"
+    return info.input_name(i)
 
 
 def _input_text(x) -> str:
     if x is None:
         return "omitted"
     x = np.asarray(x)
-    if not _is_float(x) and x.size <= 8:  # a small discrete input (a shape, axes): its value is what matters
+    if _is_float(x):
+        return str(x.shape)
+    if x.dtype.kind in "iu" and x.ndim <= 1 and 0 < x.size <= 8:  # a shape, axes, an exponent: its value matters
         return f"{x.dtype} {x.tolist()}"
-    return str(x.shape)
+    return f"{x.shape} {x.dtype}"
 
 
 def _shapes_text(inputs):
@@ -140,7 +158,7 @@ def _call_vjp(op, vjp, inputs, cotangents, full_attrs):
     if len(grads) != len(inputs):
         raise AssertionError(f"{op}: vjp returned {len(grads)} entries for {len(inputs)} inputs")
     for i, (g, x) in enumerate(zip(grads, inputs)):
-        name = info.input_name(i)
+        name = _shown_name(info, i)
         if g is None:
             continue
         if x is None:
@@ -152,6 +170,17 @@ def _call_vjp(op, vjp, inputs, cotangents, full_attrs):
             raise AssertionError(f"{op}: vjp's gradient for {name} has shape {np.shape(g)}, "
                                  f"the input has shape {np.shape(x)}")
     return grads
+
+
+def _record_none(op, i, x, none: list) -> None:
+    """vjp gave no gradient for input `i`: for a float input that is the claim "non-differentiable"; for an input
+    of a discrete type in this call (an int exponent of Pow) it says nothing about the float case; for an omitted
+    optional input, nothing at all."""
+    if x is None:
+        return
+    info = op_info(op)
+    LEDGER[(op, info.input_name(i))].add("none" if _is_float(x) else "discrete")
+    none.append(_shown_name(info, i))
 
 
 def check_vjp_fd(op, vjp, inputs, attrs=None, *, seed=0, n_dirs=2, eps=1e-6, rtol=1e-6, atol=1e-7) -> CheckResult:
@@ -170,11 +199,9 @@ def check_vjp_fd(op, vjp, inputs, attrs=None, *, seed=0, n_dirs=2, eps=1e-6, rto
     grads = _call_vjp(op, vjp, inputs, cot, full)
     checked, none = [], []
     for i, g in enumerate(grads):
-        name = info.input_name(i)
+        name, shown = info.input_name(i), _shown_name(info, i)
         if g is None:
-            if inputs[i] is not None:  # an omitted optional input says nothing about differentiability
-                LEDGER[(op, name)].add("none")
-                none.append(name)
+            _record_none(op, i, inputs[i], none)
             continue
         for _ in range(n_dirs):
             u = rng.standard_normal(np.shape(inputs[i]))
@@ -186,26 +213,29 @@ def check_vjp_fd(op, vjp, inputs, attrs=None, *, seed=0, n_dirs=2, eps=1e-6, rto
             an = float(np.sum(np.asarray(g) * u))
             err, tol = abs(fd - an), atol + rtol * max(abs(fd), abs(an), 1.0)
             if not err <= tol:
-                raise AssertionError(f"{op}: gradient of input {name} disagrees with finite differences of "
+                raise AssertionError(f"{op}: gradient of input {shown} disagrees with finite differences of "
                                      f"onnx.reference: vᵀJu = {fd:.10g}, vjp gives {an:.10g}, "
                                      f"error {err:.3e} > tolerance {tol:.1e}")
         LEDGER[(op, name)].add("fd")
-        checked.append(name)
+        checked.append(shown)
     for k, y in enumerate(outs):
         LEDGER[(op, info.output_name(k))].add("float" if _is_float(y) else "discrete")
         if cot[k] is not None and checked:
             LEDGER[(op, info.output_name(k))].add("fd")
+    discrete = [f"{info.output_name(k)} ({y.dtype})" for k, y in enumerate(outs) if cot[k] is None]
     return CheckResult("finite-difference", op, checked,
                        f"inputs {_shapes_text(inputs)}, attributes {_attr_text(attrs)}, {n_dirs} random directions "
-                       f"each, ε={eps:g}", none)
+                       f"each, ε={eps:g}" + (f"; no cotangent for the discrete output {', '.join(discrete)}" if discrete else ""), none)
 
 
-def check_vjp_torch(op, vjp, twin, inputs, attrs=None, *, seed=0, rtol=1e-10, atol=1e-12) -> CheckResult:
+def check_vjp_torch(op, vjp, twin, inputs, attrs=None, *, seed=0, rtol=1e-10, atol=1e-12,
+                    forward_rtol=None) -> CheckResult:
     """Check 2 (Method 1 of the ONNX guide): `vjp` against PyTorch autograd of `twin`.
 
     `twin(*tensors, **attrs)` is the op written with torch functions (omitted inputs arrive as None, attributes with
-    ONNX defaults). Its forward is first checked against onnx.reference, which shows the mapping between the two;
-    then torch.autograd.grad with random cotangents is compared with `vjp`, input by input.
+    ONNX defaults). Its forward is first checked against onnx.reference, which shows the mapping between the two
+    (within `forward_rtol`, by default `rtol`: looser where onnx.reference computes in lower precision); then
+    torch.autograd.grad with random cotangents is compared with `vjp`, input by input, within `rtol`.
     """
     import torch
 
@@ -219,7 +249,8 @@ def check_vjp_torch(op, vjp, twin, inputs, attrs=None, *, seed=0, rtol=1e-10, at
         if t is not None and t.is_floating_point():
             t.requires_grad_(True)
     got = _as_list(twin(*tens, **full))
-    compare_outputs(op, [g.detach().numpy() for g in got], want, rtol=rtol, atol=atol, what="the torch twin")
+    compare_outputs(op, [g.detach().numpy() for g in got], want, rtol=rtol if forward_rtol is None else forward_rtol,
+                    atol=atol, what="the torch twin")
     rng = np.random.default_rng(seed)
     cot = _cotangents(want, rng)
     grads = _call_vjp(op, vjp, inputs, cot, full)
@@ -231,21 +262,19 @@ def check_vjp_torch(op, vjp, twin, inputs, attrs=None, *, seed=0, rtol=1e-10, at
         tgrads = {id(t): r for t, r in zip(leaves, res)}
     checked, none = [], []
     for i, g in enumerate(grads):
-        name = info.input_name(i)
+        name, shown = info.input_name(i), _shown_name(info, i)
         if g is None:
-            if inputs[i] is not None:  # an omitted optional input says nothing about differentiability
-                LEDGER[(op, name)].add("none")
-                none.append(name)
+            _record_none(op, i, inputs[i], none)
             continue
         tg = tgrads.get(id(tens[i]))
         tg = np.zeros(np.shape(inputs[i])) if tg is None else tg.numpy()
         err = _max_err(g, tg)
         tol = atol + rtol * max(float(np.max(np.abs(tg))) if tg.size else 0.0, 1.0)
         if not err <= tol:
-            raise AssertionError(f"{op}: gradient of input {name} differs from PyTorch autograd by {err:.3e} "
+            raise AssertionError(f"{op}: gradient of input {shown} differs from PyTorch autograd by {err:.3e} "
                                  f"(tolerance {tol:.1e})")
         LEDGER[(op, name)].add("torch")
-        checked.append(name)
+        checked.append(shown)
     return CheckResult("PyTorch autograd", op, checked,
                        f"inputs {_shapes_text(inputs)}, attributes {_attr_text(attrs)}, tolerance {rtol:.0e}", none)
 
@@ -291,7 +320,9 @@ def check_vjp_symbolic(op, inputs: dict, outputs: dict, cotangents: dict, rule: 
                     raise AssertionError(f"{op}: the rule for {name}[{k}] differs from Jᵀḡ{where} by {d}")
         LEDGER[(op, name)].add("symbolic")
         checked.append(name)
-    return CheckResult("symbolic", op, checked, f"Jᵀḡ on the SymPy instance, {len(pieces)} piece(s)")
+    where = (f", on each of {len(pieces)} open pieces of the domain" if len(pieces) > 1
+             else ", on the given piece of the domain" if pieces[0] else "")
+    return CheckResult("symbolic", op, checked, f"the rule equals Jᵀḡ on the SymPy instance{where}")
 
 
 def check_zero_almost_everywhere(op, inputs, attrs=None, *, names=None, seed=0, n_dirs=3, eps=1e-6) -> CheckResult:

@@ -28,11 +28,23 @@ class Table:
         return f'<table class="proofkit-table">{cap}<thead><tr>{th}</tr></thead><tbody>{trs}</tbody></table>'
 
 
+def _types_text(type_str: str, types) -> str:
+    """'T: float, double' for a constraint over tensors; grouped by container (seq, optional) when it has several."""
+    if len(types) == 1 and types[0] == type_str:
+        return type_str  # a fixed type such as tensor(int64)
+    groups: dict[str, list[str]] = {}
+    for t in types:
+        head, _, elem = t.rpartition("tensor(")
+        groups.setdefault(head + "tensor" + ")" * head.count("("), []).append(elem.rstrip(")"))
+    if list(groups) == ["tensor"]:
+        return f"{type_str}: {', '.join(groups['tensor'])}"
+    return f"{type_str}: " + "; ".join(f"{kind} of {', '.join(elems)}" for kind, elems in groups.items())
+
+
 def signature(op: str) -> Table:
     """The op's inputs and outputs with their types and ONNX differentiability tags, from the installed schema."""
     info = op_info(op)
-    rows = [[f.role, f.name, f.arity, f"{f.type_str}: {', '.join(t.replace('tensor(', '').rstrip(')') for t in f.types)}"
-             if f.type_str != f.types[0] else f.type_str, f.tag] for f in info.formals]
+    rows = [[f.role, f.name, f.arity, _types_text(f.type_str, f.types), f.tag] for f in info.formals]
     return Table(["", "name", "arity", "types", "ONNX tag"], rows, caption=f"{op}, opset {info.version}")
 
 
@@ -45,5 +57,6 @@ def attributes(op: str) -> Table:
 
 def show(x, decimals: int = 6):
     """An array rounded for printing, so stored outputs are identical on every platform (no -0.0)."""
-    a = np.round(np.asarray(x, dtype=float), decimals) + 0.0
-    return a
+    a = np.asarray(x, dtype=float)
+    with np.errstate(all="ignore"):  # rounding huge values would overflow; they print in exponent form anyway
+        return np.where(np.abs(a) < 1e15, np.round(a, decimals), a) + 0.0

@@ -26,19 +26,25 @@ class Plot:
         return f"<plot: {self.title}>"
 
 
-def plot_elementwise(f, df, low, high, *, title, kinks=(), edges=(), steps=False, n=1201):
-    """Plot f and f' over [low, high] with kinks (dotted lines, open circles on f') and domain edges (shaded).
+def plot_elementwise(f, df, low, high, *, title, kinks=(), edges=(), steps=False, domain=None, ylim=None, n=1201):
+    """Plot f and f' over [low, high] with kinks (dotted lines, open circles on f') and domain edges (solid red lines).
 
     `f` and `df` are vectorised NumPy functions (lambdified from the chapter's SymPy expressions, or onnx.reference).
     With `steps=True` the function is piecewise constant: jumps are drawn as gaps, not as vertical segments.
-    Returns a Plot, which the notebook shows as a PNG; its `.figure` is the matplotlib Figure.
+    `domain=(a, b)` draws nothing outside [a, b] (use ±np.inf for an open side); `ylim=(lo, hi)` cuts the y-axis where
+    a derivative is unbounded. Returns a Plot, which the notebook shows as a PNG; its `.figure` is the Figure.
     """
     x = np.linspace(low, high, n)
     near = np.zeros_like(x, dtype=bool)
     for k in list(kinks) + list(edges):
         near |= np.abs(x - k) < (high - low) / n
-    y = np.where(near, np.nan, np.asarray(f(x), dtype=float)) if steps or edges else np.asarray(f(x), dtype=float)
-    dy = np.where(near, np.nan, np.asarray(df(x), dtype=float) * np.ones_like(x))
+    if domain is not None:
+        near |= (x < domain[0]) | (x > domain[1])
+    with np.errstate(all="ignore"):  # f and f' may be evaluated outside the domain; those points are not drawn
+        y, dy = np.asarray(f(x), dtype=float), np.asarray(df(x), dtype=float) * np.ones_like(x)
+    if steps or edges or domain is not None:
+        y = np.where(near, np.nan, y)
+    dy = np.where(near, np.nan, dy)
     fig = Figure(figsize=(6.4, 3.6), dpi=100)  # not pyplot: no backend, nothing left open
     ax = fig.subplots()
     ax.plot(x, y, color="C0", lw=2, label="f(x)")
@@ -55,6 +61,9 @@ def plot_elementwise(f, df, low, high, *, title, kinks=(), edges=(), steps=False
     if edges:
         ax.plot([], [], color="C3", label="domain edge")
     ax.axhline(0, color="0.8", lw=0.8, zorder=0)
+    ax.set_xlim(low, high)
+    if ylim is not None:
+        ax.set_ylim(*ylim)
     ax.set_xlabel("x")
     ax.set_title(title)
     ax.legend(loc="best", fontsize="small")

@@ -60,14 +60,58 @@ def apart_from(x: np.ndarray, others: Iterable[np.ndarray], *, margin: float = 1
 
 
 def distinct(shape, *, seed: int, gap: float = 1e-2, low=-2.0, high=2.0):
-    """Draws whose entries are pairwise at least `gap` apart (no ties for max, sort, top-k)."""
+    """Draws whose entries are pairwise at least `gap` apart (no ties for max, sort, top-k).
+
+    Built, not rejected: n sorted uniform draws on [low, high − (n−1)·gap] spread by k·gap, then shuffled, so it works
+    for any size that fits in the range.
+    """
     rng = np.random.default_rng(seed)
     n = int(np.prod(shape))
-    if n * gap >= high - low:
-        raise ValueError("range too small for that many distinct values")
-    for _ in range(1000):
-        v = rng.uniform(low, high, size=n)
-        s = np.sort(v)
-        if n < 2 or np.min(np.diff(s)) >= gap:
-            return v.reshape(shape)
-    raise ValueError("could not draw distinct values")
+    span = (high - low) - (n - 1) * gap
+    if span <= 0:
+        raise ValueError(f"{n} values at least {gap} apart do not fit in [{low}, {high})")
+    v = np.sort(rng.uniform(low, low + span, size=n)) + gap * np.arange(n)
+    return rng.permutation(v).reshape(shape)
+
+
+def distinct_inputs(shapes, *, seed: int, gap: float = 1e-2, low=-2.0, high=2.0) -> list[np.ndarray]:
+    """Several inputs (of broadcastable shapes) whose entries are all pairwise `gap` apart, across inputs too, so that
+    no broadcast position holds a tie (Max, Min)."""
+    sizes = [int(np.prod(s)) for s in shapes]
+    flat = distinct((sum(sizes),), seed=seed, gap=gap, low=low, high=high)
+    return [part.reshape(s) for part, s in zip(np.split(flat, np.cumsum(sizes)[:-1]), shapes)]
+
+
+def distance_to(values) -> Callable[[np.ndarray], np.ndarray]:
+    """For `uniform(..., avoid=[distance_to(B)])`: each entry's distance to the nearest entry of `values`, so a draw
+    keeps away from ties with another input whatever the broadcasting (Greater, Equal)."""
+    flat = np.ravel(values)
+    return lambda v: np.min(np.abs(np.asarray(v)[..., None] - flat), axis=-1)
+
+
+def ties(shape, dtype=np.float64, *, seed: int) -> np.ndarray:
+    """Values from {0, 0.5, ..., 2.5} (the integers 0 to 5 for an integer dtype): small grids with many exact ties,
+    valid for unsigned types too, for ops whose output changes at a tie (comparisons)."""
+    v = np.random.default_rng(seed).integers(0, 6, size=shape)
+    dtype = np.dtype(dtype)
+    return (v if dtype.kind in "iub" else v / 2).astype(dtype)
+
+
+def booleans(shape, *, seed: int) -> np.ndarray:
+    """Seeded random bools, about half True (logical ops, Where's condition)."""
+    return normal(shape, seed=seed) > 0
+
+
+def integers(shape, dtype, *, seed: int) -> np.ndarray:
+    """Seeded integers over the whole range of an integer `dtype`, both ends included (bitwise ops)."""
+    info = np.iinfo(dtype)
+    return np.random.default_rng(seed).integers(info.min, info.max, size=shape, dtype=dtype, endpoint=True)
+
+
+def integer_edges(dtype) -> np.ndarray:
+    """The values where integer arithmetic wraps or a bit pattern changes meaning: min, -1, 0, 1, max for a signed
+    type; 0, 1, the top bit alone, max for an unsigned one."""
+    info = np.iinfo(dtype)
+    if info.min < 0:
+        return np.array([info.min, -1, 0, 1, info.max], dtype=dtype)
+    return np.array([0, 1, 2 ** (info.bits - 1), info.max], dtype=dtype)

@@ -25,7 +25,8 @@ def render_status(root: Path) -> str:
     data = json.loads(path.read_text())
     times = sorted(data["chapters"].items(), key=lambda kv: (-kv[1], kv[0]))
     total = sum(t for _, t in times)
-    lines += [f"{len(times)} notebooks, {total:.1f} seconds in all, on {data.get('cpus')} CPUs.", "",
+    workers = f" by {data['workers']} workers" if data.get("workers") else ""
+    lines += [f"{len(times)} notebooks, {total:.1f} seconds in all, on {data.get('cpus')} CPUs{workers}.", "",
               "| notebook | seconds | within budget |", "|---|---:|---|"]
     for name, t in times:
         doc = name[: -len(".ipynb")]

@@ -164,3 +164,45 @@ def test_forward_check_compares_nan_and_infinities_exactly():
         check_forward("Floor", lambda inputs: [np.where(np.isinf(inputs[0]), 0.0, np.floor(inputs[0]))], [x])
     with pytest.raises(AssertionError, match="differs from onnx.reference"):
         check_forward("Floor", lambda inputs: [np.nan_to_num(np.floor(inputs[0]))], [x])
+
+
+def test_distinct_inputs_have_no_ties_across_inputs_and_are_built_not_rejected():
+    xs = samplers.distinct_inputs([(2, 3, 4, 5), (3, 1, 1), (5,)], seed=3)
+    assert [x.shape for x in xs] == [(2, 3, 4, 5), (3, 1, 1), (5,)]
+    flat = np.sort(np.concatenate([x.ravel() for x in xs]))
+    assert np.min(np.diff(flat)) >= 1e-2 - 1e-12 and flat[0] >= -2 and flat[-1] < 2
+    with pytest.raises(ValueError, match="do not fit"):
+        samplers.distinct((500,), seed=0)
+
+
+def test_variadic_inputs_are_named_by_position_in_printouts():
+    xs = samplers.distinct_inputs([(2, 3), (3,), (1,)], seed=1)
+    result = check_vjp_fd("Sum", lambda i, c, **a: [sum_to_shape(c[0], np.shape(x)) for x in i], xs)
+    assert "passed for data_0[0], data_0[1], data_0[2]" in repr(result)
+    assert LEDGER[("Sum", "data_0")] == {"fd"}
+    with pytest.raises(AssertionError, match=r"gradient of input data_0\[2\] disagrees"):
+        check_vjp_fd("Sum", lambda i, c, **a: [sum_to_shape(c[0], np.shape(x)) for x in i[:2]] + [np.zeros(1)], xs)
+
+
+def test_samplers_for_discrete_ops():
+    assert samplers.booleans((3, 4), seed=1).dtype == bool
+    assert np.array_equal(samplers.booleans((3, 4), seed=1), samplers.normal((3, 4), seed=1) > 0)
+    ints = samplers.integers((1000,), np.int8, seed=2)
+    assert ints.dtype == np.int8 and ints.min() == -128 and ints.max() == 127
+    assert samplers.integer_edges(np.int16).tolist() == [-32768, -1, 0, 1, 32767]
+    assert samplers.integer_edges(np.uint8).tolist() == [0, 1, 128, 255]
+    t = samplers.ties((50,), seed=3)
+    assert set(t.tolist()) <= {0.0, 0.5, 1.0, 1.5, 2.0, 2.5} and len(set(t.tolist())) < 50
+    assert samplers.ties((5,), np.uint8, seed=3).dtype == np.uint8
+    b = samplers.uniform((4, 1), -1, 1, seed=5)
+    a = samplers.uniform((2, 1, 3), -1, 1, seed=6, avoid=[samplers.distance_to(b)], margin=1e-2)
+    assert np.min(np.abs(a - b)) >= 1e-2
+
+
+def test_integer_outputs_are_compared_exactly():
+    a = np.array([2**62 + 1, 5], dtype=np.int64)
+    check_forward("BitwiseAnd", lambda inputs: [inputs[0] & inputs[1]], [a, a])
+    with pytest.raises(AssertionError, match="differs from onnx.reference in 1 of 2 entries"):
+        check_forward("BitwiseAnd", lambda inputs: [(inputs[0] & inputs[1]) + np.array([1, 0])], [a, a])
+    with pytest.raises(AssertionError, match="in 1 of 3 entries"):
+        check_forward("Not", lambda inputs: [np.array([True, False, False])], [np.array([False, True, False])])

@@ -35,3 +35,23 @@ def test_signature_and_attribute_tables():
 
 def test_show_rounds_and_drops_negative_zero():
     assert repr(show(np.array([0.1 + 0.2, -0.0, 1 / 3]))) == "array([0.3     , 0.      , 0.333333])"
+
+
+def test_show_keeps_huge_and_non_finite_values():
+    shown = show(np.array([1.1e308, -np.inf, np.nan, 2.0 / 3.0]))
+    assert shown[0] == 1.1e308 and shown[1] == -np.inf and np.isnan(shown[2]) and shown[3] == 0.666667
+
+
+def test_signature_groups_sequence_and_optional_types_by_container():
+    text = repr(signature("Identity"))
+    assert "V: optional(seq(tensor)) of bool, " in text and "; seq(tensor) of bool, " in text
+    assert "optional(tensor(" not in text  # grouped, not listed one by one
+    assert "shape     single  tensor(int64)" in repr(signature("Reshape"))
+
+
+def test_plot_draws_nothing_outside_the_domain_and_cuts_the_y_axis():
+    p = plot_elementwise(np.log, lambda x: 1 / x, -1, 5, title="Log", edges=(0,), domain=(0, np.inf), ylim=(-4, 6))
+    ax = p.figure.axes[0]
+    x, y = ax.get_lines()[0].get_data()
+    assert np.all(np.isnan(y[x < 0])) and np.all(np.isfinite(y[x > 0.01]))
+    assert ax.get_ylim() == (-4.0, 6.0) and ax.get_xlim() == (-1.0, 5.0)

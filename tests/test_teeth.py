@@ -1,7 +1,8 @@
 """Breaking any chapter's backward rule turns the chapter red.
 
 Each chapter is executed with its `vjp` replaced, right after its definition, by a wrong one: every gradient scaled by
-1.001, and a zero gradient where the chapter says None. The chapter's own checks or its verdict must then fail.
+1.001, and a zero gradient for every present input where the chapter says None. The chapter's own checks or its
+verdict must then fail.
 """
 
 import ast
@@ -22,7 +23,7 @@ def vjp(inputs, cotangents, **attrs):
     for x, g in zip(inputs, _correct_vjp(inputs, cotangents, **attrs)):
         if g is not None:
             broken.append(_np.asarray(g) * 1.001)
-        elif x is not None and _np.issubdtype(_np.asarray(x).dtype, _np.floating):
+        elif x is not None:  # a gradient where the chapter says there is none (float or discrete input)
             broken.append(_np.zeros(_np.shape(x)))
         else:
             broken.append(None)

@@ -111,3 +111,27 @@ def test_a_non_differentiable_float_output_beside_a_differentiable_input_is_reje
     claim = Claim("Relu", {"X": RELU["X"], "Y": ("non-differentiable", "r")}, disagreements={"Y": "an argument"})
     with pytest.raises(VerdictError, match="output Y is called non-differentiable although X is differentiable"):
         claim.verdict()
+
+
+def test_none_for_an_integer_typed_input_does_not_contradict_a_differentiable_verdict():
+    # Pow's exponent may be an integer tensor: vjp gives it None then, which says nothing about a float exponent
+    def pow_vjp(inputs, cotangents, **attrs):
+        x, y = inputs
+        g = cotangents[0]
+        gx = g * y * x ** (y - 1.0)
+        return [gx, None if not np.issubdtype(y.dtype, np.floating) else g * x ** y * np.log(x)]
+
+    x = samplers.uniform((4,), 0.5, 2.0, seed=1)
+    check_vjp_fd("Pow", pow_vjp, [x, np.array([2, 3, 1, 0])])
+    check_vjp_fd("Pow", pow_vjp, [x, samplers.uniform((4,), -1.0, 2.0, seed=2)])
+    check_vjp_torch("Pow", pow_vjp, torch.pow, [x, samplers.uniform((4,), -1.0, 2.0, seed=2)])
+    Claim("Pow", {"X": ("differentiable almost everywhere", "r"), "Y": ("differentiable almost everywhere", "r"),
+                  "Z": ("differentiable almost everywhere", "r")}).verdict()
+
+
+def test_only_the_bound_verdict_carries_row_anchors():
+    check_vjp_fd("Relu", relu_vjp, [X])
+    check_vjp_torch("Relu", relu_vjp, torch.relu, [X])
+    claim = Claim("Relu", RELU)
+    assert "id=" not in claim._repr_mimebundle_()["text/html"]
+    assert claim.verdict()._repr_mimebundle_()["text/html"].count('id="verdict-relu-') == 2

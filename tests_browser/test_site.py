@@ -113,12 +113,16 @@ def test_search_finds_an_operator_by_name(server, browser):
 class _Links(HTMLParser):
     def __init__(self):
         super().__init__()
-        self.targets, self.ids = [], set()
+        self.targets, self.id_list = [], []
+
+    @property
+    def ids(self) -> set:
+        return set(self.id_list)
 
     def handle_starttag(self, tag, attrs):
         attrs = dict(attrs)
         if "id" in attrs:
-            self.ids.add(attrs["id"])
+            self.id_list.append(attrs["id"])
         for key in ("href", "src"):
             if attrs.get(key):
                 self.targets.append(attrs[key])
@@ -149,3 +153,11 @@ def test_no_broken_local_links():
                 if url.fragment not in _parse(dest).ids:
                     broken.append(f"{page.relative_to(SITE)} -> {target} (no such anchor)")
     assert not broken, "\n".join(broken[:20])
+
+
+def test_every_chapter_has_unique_citable_verdict_anchors():
+    for op in CHAPTERS:
+        ids = _parse(SITE / "proofs" / f"{op}.html").id_list
+        rows = [i for i in ids if i.startswith(f"verdict-{op.lower()}-")]
+        assert "verdict" in ids and rows, f"{op}: no verdict section or rows"
+        assert len(rows) == len(set(rows)), f"{op}: duplicate verdict anchors"
