@@ -7,6 +7,7 @@ _build/screenshots/ (the CI artifact).
 
 import functools
 import http.server
+import os
 import re
 import threading
 from html.parser import HTMLParser
@@ -23,6 +24,9 @@ ROOT = Path(__file__).resolve().parent.parent
 SITE = ROOT / "_build" / "html"
 SHOTS = ROOT / "_build" / "screenshots"
 CHAPTERS = sorted(p.stem for p in (ROOT / "proofs").glob("*.ipynb"))
+# Debian's packages by default; CI images with Google Chrome set CHROMIUM and CHROMEDRIVER
+CHROMIUM = os.environ.get("CHROMIUM", "/usr/bin/chromium")
+CHROMEDRIVER = os.environ.get("CHROMEDRIVER", "/usr/bin/chromedriver")
 
 
 class _QuietHandler(http.server.SimpleHTTPRequestHandler):
@@ -43,12 +47,12 @@ def server():
 @pytest.fixture(scope="module")
 def browser(tmp_path_factory):
     opts = webdriver.ChromeOptions()
-    opts.binary_location = "/usr/bin/chromium"
+    opts.binary_location = CHROMIUM
     for flag in ("--headless=new", "--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run",
                  "--disable-background-networking", "--disable-component-update", "--disable-sync",
                  "--window-size=1300,2000", f"--user-data-dir={tmp_path_factory.mktemp('chromium')}"):
         opts.add_argument(flag)
-    driver = webdriver.Chrome(service=Service("/usr/bin/chromedriver"), options=opts)
+    driver = webdriver.Chrome(service=Service(CHROMEDRIVER), options=opts)
     yield driver
     driver.quit()
 
