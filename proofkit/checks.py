@@ -222,10 +222,11 @@ def check_vjp_fd(op, vjp, inputs, attrs=None, *, seed=0, n_dirs=2, eps=1e-6, rto
         LEDGER[(op, info.output_name(k))].add("float" if _is_float(y) else "discrete")
         if cot[k] is not None and checked:
             LEDGER[(op, info.output_name(k))].add("fd")
-    discrete = [f"{info.output_name(k)} ({y.dtype})" for k, y in enumerate(outs) if cot[k] is None]
+    discrete = ", ".join(f"{info.output_name(k)} ({y.dtype})" for k, y in enumerate(outs) if cot[k] is None)
     return CheckResult("finite-difference", op, checked,
                        f"inputs {_shapes_text(inputs)}, attributes {_attr_text(attrs)}, {n_dirs} random directions "
-                       f"each, ε={eps:g}" + (f"; no cotangent for the discrete output {', '.join(discrete)}" if discrete else ""), none)
+                       f"each, ε={eps:g}" + (f"; no cotangent for the discrete output {discrete}" if discrete else ""),
+                       none)
 
 
 def check_vjp_torch(op, vjp, twin, inputs, attrs=None, *, seed=0, rtol=1e-10, atol=1e-12,
