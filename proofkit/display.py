@@ -12,8 +12,9 @@ from .schema import op_info
 class Table:
     """A small table that renders as HTML in the book and as aligned text in nbval's comparison."""
 
-    def __init__(self, head, rows, caption=""):
+    def __init__(self, head, rows, caption="", *, css_class="proofkit-table", row_ids=None):
         self.head, self.rows, self.caption = list(head), [list(map(str, r)) for r in rows], caption
+        self.css_class, self.row_ids = css_class, row_ids  # row_ids: an HTML id per row, for links into the table
 
     def __repr__(self):
         widths = [max(len(x) for x in col) for col in zip(self.head, *self.rows)]
@@ -23,9 +24,12 @@ class Table:
 
     def _repr_html_(self):
         th = "".join(f"<th>{html.escape(h)}</th>" for h in self.head)
-        trs = "".join("<tr>" + "".join(f"<td>{html.escape(c)}</td>" for c in r) + "</tr>" for r in self.rows)
+        ids = self.row_ids or [None] * len(self.rows)
+        trs = "".join((f'<tr id="{html.escape(i)}">' if i else "<tr>")
+                      + "".join(f"<td>{html.escape(c)}</td>" for c in r) + "</tr>" for r, i in zip(self.rows, ids))
         cap = f"<caption>{html.escape(self.caption)}</caption>" if self.caption else ""
-        return f'<table class="proofkit-table">{cap}<thead><tr>{th}</tr></thead><tbody>{trs}</tbody></table>'
+        return (f'<table class="{self.css_class}">{cap}<thead><tr>{th}</tr></thead><tbody>{trs}</tbody>'
+                "</table>")
 
 
 def _types_text(type_str: str, types) -> str:

@@ -6,6 +6,7 @@ import html
 import json
 
 from .checks import LEDGER
+from .display import Table
 from .schema import op_info
 
 #: The book's four verdicts and the ONNX tag each maps to (book/method.md defines them).
@@ -133,20 +134,12 @@ class Claim:
     # -- display -------------------------------------------------------------------------------------------------
     def _table(self, full: bool) -> tuple[str, str]:
         head = ["", "name", "ONNX tag", "verdict", "agreement"] + (["reason"] if full else [])
-        lines, cells = [], []
-        for r in self.rows():
-            row = [r["role"], r["name"], r["tag"], r["verdict"], r["agreement"]] + ([r["reason"]] if full else [])
-            lines.append(row)
-            tds = "".join(f"<td>{html.escape(str(c))}</td>" for c in row)
-            # only the bound verdict carries the row anchors a review cites (#verdict-clip-min); ids are unique
-            anchor = f' id="{html.escape(row_anchor(self.op, r["name"]))}"' if full else ""
-            cells.append(f"<tr{anchor}>{tds}</tr>")
-        widths = [max(len(str(x)) for x in col) for col in zip(head, *lines)]
-        text = "\n".join("  ".join(str(c).ljust(w) for c, w in zip(row, widths)).rstrip()
-                         for row in [head, ["-" * w for w in widths], *lines])
-        thead = "".join(f"<th>{html.escape(h)}</th>" for h in head)
-        table = f'<table class="proofkit-verdict"><thead><tr>{thead}</tr></thead><tbody>{"".join(cells)}</tbody></table>'
-        return text, table
+        rows = [[r["role"], r["name"], r["tag"], r["verdict"], r["agreement"]] + ([r["reason"]] if full else [])
+                for r in self.rows()]
+        # only the bound verdict carries the row anchors a review cites (#verdict-clip-min); ids are unique
+        ids = [row_anchor(self.op, r["name"]) for r in self.rows()] if full else None
+        table = Table(head, rows, css_class="proofkit-verdict", row_ids=ids)
+        return repr(table), table._repr_html_()
 
     def _arguments(self) -> tuple[str, str]:
         if not self.disagreements:
