@@ -2,17 +2,22 @@
 
 from . import samplers
 from .broadcast import sum_to_shape
-from .checks import (LEDGER, CheckResult, check_forward, check_vjp_fd, check_vjp_symbolic, check_vjp_torch,
-                     check_zero_almost_everywhere, reset_ledger)
+from .checks import CheckResult, check_forward, check_vjp_fd, check_vjp_torch, check_zero_almost_everywhere
+from .conventions import Special, check_conventions
 from .display import Table, attributes, show, signature
+from .evidence import recorded
 from .onnxrun import run_onnx
+from .ortgrad import check_vjp_ort, ort_gradient
 from .plot import plot_elementwise
 from .schema import OpInfo, UnknownOperatorError, list_ops, op_info
+from .symbolic import check_vjp_symbolic
 from .verdict import VOCABULARY, Claim, Verdict, VerdictError
+from .witness import witness_jump, witness_kink, witness_unbounded
 
 __all__ = [
-    "LEDGER", "CheckResult", "Claim", "OpInfo", "Table", "UnknownOperatorError", "VOCABULARY", "Verdict",
-    "VerdictError", "attributes", "check_forward", "check_vjp_fd", "check_vjp_symbolic", "check_vjp_torch",
-    "check_zero_almost_everywhere", "list_ops", "op_info", "plot_elementwise", "reset_ledger", "run_onnx",
-    "samplers", "show", "signature", "sum_to_shape",
+    "CheckResult", "Claim", "OpInfo", "Special", "Table", "UnknownOperatorError", "VOCABULARY", "Verdict",
+    "VerdictError", "attributes", "check_conventions", "check_forward", "check_vjp_fd", "check_vjp_ort",
+    "check_vjp_symbolic", "check_vjp_torch", "check_zero_almost_everywhere", "list_ops", "recorded", "op_info",
+    "ort_gradient", "plot_elementwise", "run_onnx", "samplers", "show", "signature", "sum_to_shape",
+    "witness_jump", "witness_kink", "witness_unbounded",
 ]

@@ -1,28 +1,19 @@
-"""The checks a chapter runs. Each raises AssertionError naming the input, the largest error and the tolerance.
+"""The numeric checks a chapter runs: forward, finite differences, PyTorch autograd, zero derivative.
 
-Every passed check is written to a ledger, keyed by (operator, input or output name). The verdict reads the ledger:
-an input may only be called differentiable after it has passed the finite-difference check against onnx.reference
-and one of the PyTorch or symbolic checks in the same kernel.
+Each raises AssertionError naming the input, the largest error and the tolerance. Every passed check is recorded in
+the kit's evidence store (proofkit.evidence) under the operator, the input or output name, and the `vjp` it checked;
+the verdict binds to that record.
 """
 
 from __future__ import annotations
 
-from collections import defaultdict
 from dataclasses import dataclass, field
 
 import numpy as np
-import sympy as sp
 
+from .evidence import record
 from .onnxrun import run_onnx
 from .schema import op_info
-
-#: (op, formal name) -> set of facts: "forward", "fd", "torch", "symbolic", "none" (vjp gave a float input no
-#: gradient), "zero", "float" and "discrete" (an output's, or an input's type in a call).
-LEDGER: dict[tuple[str, str], set[str]] = defaultdict(set)
-
-
-def reset_ledger() -> None:
-    LEDGER.clear()
 
 
 @dataclass
@@ -34,8 +25,11 @@ class CheckResult:
     names: list[str] = field(default_factory=list)
     detail: str = ""
     none: list[str] = field(default_factory=list)  # inputs for which vjp returned None
+    summary: str = ""  # a whole sentence, where the standard one does not fit
 
     def __repr__(self) -> str:
+        if self.summary:
+            return self.summary
         detail = f": {self.detail}" if self.detail else ""
         none = ", ".join(dict.fromkeys(self.none))
         if not self.names:
@@ -111,7 +105,7 @@ def check_forward(op, model, inputs, attrs=None, *, rtol=1e-12, atol=1e-12, chec
     got = model(list(inputs), **full)
     compare_outputs(op, got, want, rtol=rtol, atol=atol, what="the model", check_dtype=check_dtype)
     for k in range(len(want)):
-        LEDGER[(op, info.output_name(k))].add("forward")
+        record(op, info.output_name(k), "forward")
     exact = all(w.dtype.kind in "iub" for w in want)
     return CheckResult("forward", op, [info.output_name(k) for k in range(len(want))],
                        f"inputs {_shapes_text(inputs)}, attributes {_attr_text(attrs)}, "
@@ -172,15 +166,30 @@ def _call_vjp(op, vjp, inputs, cotangents, full_attrs):
     return grads
 
 
-def _record_none(op, i, x, none: list) -> None:
+def _record_none(op, i, x, none: list, fn) -> None:
     """vjp gave no gradient for input `i`: for a float input that is the claim "non-differentiable"; for an input
     of a discrete type in this call (an int exponent of Pow) it says nothing about the float case; for an omitted
     optional input, nothing at all."""
     if x is None:
         return
     info = op_info(op)
-    LEDGER[(op, info.input_name(i))].add("none" if _is_float(x) else "discrete")
+    record(op, info.input_name(i), "none" if _is_float(x) else "discrete-type", fn)
     none.append(_shown_name(info, i))
+
+
+def record_types(op, inputs, outs) -> None:
+    """Type facts of one call: discrete inputs and outputs, and whether every output was discrete."""
+    info = op_info(op)
+    for i, x in enumerate(inputs):
+        if x is not None and not _is_float(x):
+            record(op, info.input_name(i), "discrete-type")
+    for k, y in enumerate(outs):
+        if not _is_float(y):
+            record(op, info.output_name(k), "discrete-type")
+    if outs and not any(_is_float(y) for y in outs):
+        for i, x in enumerate(inputs):
+            if x is not None:
+                record(op, info.input_name(i), "outputs-discrete")
 
 
 def check_vjp_fd(op, vjp, inputs, attrs=None, *, seed=0, n_dirs=2, eps=1e-6, rtol=1e-6, atol=1e-7) -> CheckResult:
@@ -201,7 +210,7 @@ def check_vjp_fd(op, vjp, inputs, attrs=None, *, seed=0, n_dirs=2, eps=1e-6, rto
     for i, g in enumerate(grads):
         name, shown = info.input_name(i), _shown_name(info, i)
         if g is None:
-            _record_none(op, i, inputs[i], none)
+            _record_none(op, i, inputs[i], none, vjp)
             continue
         for _ in range(n_dirs):
             u = rng.standard_normal(np.shape(inputs[i]))
@@ -216,12 +225,12 @@ def check_vjp_fd(op, vjp, inputs, attrs=None, *, seed=0, n_dirs=2, eps=1e-6, rto
                 raise AssertionError(f"{op}: gradient of input {shown} disagrees with finite differences of "
                                      f"onnx.reference: vᵀJu = {fd:.10g}, vjp gives {an:.10g}, "
                                      f"error {err:.3e} > tolerance {tol:.1e}")
-        LEDGER[(op, name)].add("fd")
+        record(op, name, "fd", vjp, data=(inputs, attrs))
         checked.append(shown)
+    record_types(op, inputs, outs)
     for k, y in enumerate(outs):
-        LEDGER[(op, info.output_name(k))].add("float" if _is_float(y) else "discrete")
         if cot[k] is not None and checked:
-            LEDGER[(op, info.output_name(k))].add("fd")
+            record(op, info.output_name(k), "fd", vjp)
     discrete = ", ".join(f"{info.output_name(k)} ({y.dtype})" for k, y in enumerate(outs) if cot[k] is None)
     return CheckResult("finite-difference", op, checked,
                        f"inputs {_shapes_text(inputs)}, attributes {_attr_text(attrs)}, {n_dirs} random directions "
@@ -265,7 +274,7 @@ def check_vjp_torch(op, vjp, twin, inputs, attrs=None, *, seed=0, rtol=1e-10, at
     for i, g in enumerate(grads):
         name, shown = info.input_name(i), _shown_name(info, i)
         if g is None:
-            _record_none(op, i, inputs[i], none)
+            _record_none(op, i, inputs[i], none, vjp)
             continue
         tg = tgrads.get(id(tens[i]))
         tg = np.zeros(np.shape(inputs[i])) if tg is None else tg.numpy()
@@ -274,56 +283,11 @@ def check_vjp_torch(op, vjp, twin, inputs, attrs=None, *, seed=0, rtol=1e-10, at
         if not err <= tol:
             raise AssertionError(f"{op}: gradient of input {shown} differs from PyTorch autograd by {err:.3e} "
                                  f"(tolerance {tol:.1e})")
-        LEDGER[(op, name)].add("torch")
+        record(op, name, "torch", vjp)
         checked.append(shown)
+    record_types(op, inputs, want)
     return CheckResult("PyTorch autograd", op, checked,
                        f"inputs {_shapes_text(inputs)}, attributes {_attr_text(attrs)}, tolerance {rtol:.0e}", none)
-
-
-def _flat(x) -> list:
-    if isinstance(x, sp.MatrixBase):
-        return list(x)
-    return list(np.asarray(x, dtype=object).ravel())
-
-
-def _shape(x) -> tuple:
-    return tuple(x.shape) if isinstance(x, sp.MatrixBase) else np.asarray(x, dtype=object).shape
-
-
-def check_vjp_symbolic(op, inputs: dict, outputs: dict, cotangents: dict, rule: dict, *,
-                       pieces: list[dict] | None = None) -> CheckResult:
-    """Check 3 (Method 2): the closed-form rule equals Jᵀ·ḡ on the chapter's SymPy instance, entry by entry.
-
-    inputs: formal input name -> array of symbols; outputs: formal output name -> array of expressions in them;
-    cotangents: output name -> array of cotangent symbols (same shape as the output); rule: input name -> array of
-    expressions (same shape as the input). Where the op is piecewise, `pieces` lists substitutions, one per open piece
-    of the domain (e.g. {x: p} and {x: -p} with p positive); the identity must then hold on every piece.
-    """
-    info = op_info(op)
-    for name in list(inputs) + list(rule):
-        if info.formal(name).role != "input":
-            raise KeyError(f"{op}: {name} is not an input")
-    for name in list(outputs) + list(cotangents):
-        if info.formal(name).role != "output":
-            raise KeyError(f"{op}: {name} is not an output")
-    pieces = pieces or [{}]
-    checked = []
-    for name, r in rule.items():
-        if _shape(r) != _shape(inputs[name]):
-            raise AssertionError(f"{op}: the rule for {name} has shape {_shape(r)}, the input {_shape(inputs[name])}")
-        for k, (xk, rk) in enumerate(zip(_flat(inputs[name]), _flat(r))):
-            jt = sum((g * sp.diff(y, xk) for o, ys in outputs.items()
-                      for g, y in zip(_flat(cotangents[o]), _flat(ys))), sp.Integer(0))
-            for piece in pieces:
-                d = sp.simplify((rk - jt).subs(piece))
-                if d != 0:
-                    where = f" on the piece {piece}" if piece else ""
-                    raise AssertionError(f"{op}: the rule for {name}[{k}] differs from Jᵀḡ{where} by {d}")
-        LEDGER[(op, name)].add("symbolic")
-        checked.append(name)
-    where = (f", on each of {len(pieces)} open pieces of the domain" if len(pieces) > 1
-             else ", on the given piece of the domain" if pieces[0] else "")
-    return CheckResult("symbolic", op, checked, f"the rule equals Jᵀḡ on the SymPy instance{where}")
 
 
 def check_zero_almost_everywhere(op, inputs, attrs=None, *, names=None, seed=0, n_dirs=3, eps=1e-6) -> CheckResult:
@@ -348,9 +312,9 @@ def check_zero_almost_everywhere(op, inputs, attrs=None, *, names=None, seed=0, 
                     if not np.array_equal(a, b):
                         raise AssertionError(f"{op}: output {info.output_name(k)} moves when {name} is perturbed "
                                              f"by {s:g}·u: the point is not in a flat piece")
-        LEDGER[(op, name)].add("zero")
+        record(op, name, "zero")
     for k in range(len(base)):
-        LEDGER[(op, info.output_name(k))].add("zero")
+        record(op, info.output_name(k), "zero")
     return CheckResult("zero-derivative", op, list(names),
                        f"inputs {_shapes_text(inputs)}, attributes {_attr_text(attrs)}, {n_dirs} random directions, "
                        f"ε=±{eps:g}")

@@ -115,3 +115,18 @@ def integer_edges(dtype) -> np.ndarray:
     if info.min < 0:
         return np.array([info.min, -1, 0, 1, info.max], dtype=dtype)
     return np.array([0, 1, 2 ** (info.bits - 1), info.max], dtype=dtype)
+
+
+def near(points, shape, *, seed: int, low: float = 1e-3, high: float = 1e-2) -> np.ndarray:
+    """Entries within `low` to `high` of the given special points (kinks, poles, domain edges), on both sides.
+
+    Entry k sits at points[k mod n] ± d with d uniform in [low, high), the sign alternating (right, left, right, ...
+    per point), so every point is approached from both sides once there are at least 2n entries. Pass a one-sided
+    list of points (e.g. 1e-2 above an edge) where only one side is in the domain.
+    """
+    rng = np.random.default_rng(seed)
+    pts = np.ravel(np.asarray(points, dtype=float))
+    n = int(np.prod(shape))
+    k = np.arange(n)
+    sign = np.where((k // len(pts)) % 2 == 0, 1.0, -1.0)
+    return (pts[k % len(pts)] + sign * rng.uniform(low, high, size=n)).reshape(shape)

@@ -5,8 +5,11 @@ from __future__ import annotations
 import html
 import json
 
-from .checks import LEDGER
+import numpy as np
+
+from . import evidence
 from .display import Table
+from .onnxrun import run_onnx
 from .schema import op_info
 
 #: The book's four verdicts and the ONNX tag each maps to (book/method.md defines them).
@@ -17,6 +20,13 @@ VOCABULARY = {
     "non-differentiable": "NonDifferentiable",
 }
 DIFFERENTIABLE = ("differentiable", "differentiable almost everywhere")
+NEGATIVE = ("zero almost everywhere", "non-differentiable")
+#: Records that witness a point of the null set (proofkit.witness).
+WITNESSES = {"kink", "jump", "unbounded"}
+#: What each required kind of evidence is called in an error.
+REQUIRED = {"fd": "the finite-difference check (check_vjp_fd)",
+            "rule": "a hand-written rule proved equal to Jᵀḡ and tied to vjp (check_vjp_symbolic)",
+            "ort": "the ONNX Runtime check (check_vjp_ort), which also records where it has no gradient"}
 
 #: MIME type under which the verdict is stored in the notebook, for the audit page.
 VERDICT_MIME = "application/vnd.proofkit.verdict+json"
@@ -87,48 +97,115 @@ class Claim:
         return out
 
     # -- binding -------------------------------------------------------------------------------------------------
-    def _bind(self) -> None:
+    def _bind(self, vjp) -> None:
         op = self.op
-        called_diff = [f.name for f in self.info.inputs if self.verdicts[f.name][0] in DIFFERENTIABLE]
+        if not callable(vjp):
+            raise VerdictError(f"{op}: bind the verdict to the chapter's backward function: CLAIM.verdict(vjp)")
+        others = [f for f in evidence.functions(op) if f is not vjp]
+        if others:
+            names = ", ".join(getattr(f, "__qualname__", repr(f)) for f in others)
+            raise VerdictError(f"{op}: evidence in this chapter was recorded for another backward function ({names}) "
+                               "than the vjp the verdict is bound to; every check must run on the vjp presented")
+        called = {f.name: self.verdicts[f.name][0] for f in self.info.formals}
+        diff_inputs = [f.name for f in self.info.inputs if called[f.name] in DIFFERENTIABLE]
         for f in self.info.inputs:
-            v = self.verdicts[f.name][0]
-            facts = LEDGER.get((op, f.name), set())
+            v, facts = called[f.name], evidence.facts(op, f.name, vjp)
+            witnesses = facts & WITNESSES
             if v in DIFFERENTIABLE:
                 if "none" in facts:
                     raise VerdictError(f"{op}: {f.name} is called {v}, but vjp returns None for it")
-                if "fd" not in facts or not facts & {"torch", "symbolic"}:
-                    raise VerdictError(f"{op}: {f.name} is called {v}, but it has not passed the finite-difference "
-                                       "check and one of the PyTorch or symbolic checks in this chapter "
-                                       f"(passed: {', '.join(sorted(facts)) or 'none'})")
-            else:
-                if facts & {"fd", "torch", "symbolic"}:
-                    raise VerdictError(f"{op}: {f.name} is called {v}, but vjp returned a gradient for it")
-                if not facts & {"none", "discrete"}:
-                    raise VerdictError(f"{op}: {f.name} is called {v}; run a check that shows vjp returns None "
-                                       "for it")
-                if v == "zero almost everywhere" and "zero" not in facts:
+                missing = [k for k in ("fd", "rule") if k not in facts]
+                if not facts & {"ort", "ort-none", "ort-differs"}:
+                    missing.append("ort")
+                if missing:
+                    raise VerdictError(f"{op}: {f.name} is called {v}, but it lacks "
+                                       + ", ".join(REQUIRED[k] for k in missing)
+                                       + f" for this vjp (recorded: {', '.join(sorted(facts)) or 'nothing'})")
+            if v == "differentiable" and witnesses:
+                raise VerdictError(f"{op}: {f.name} is called differentiable, but a {sorted(witnesses)[0]} witness "
+                                   f"was recorded ({self._witness_at(f.name)}): call it differentiable almost "
+                                   "everywhere")
+            if v in ("differentiable almost everywhere", "zero almost everywhere"):
+                if not witnesses:
+                    raise VerdictError(f"{op}: {f.name} is called {v}, but no witness of the null set was recorded "
+                                       "(witness_kink, witness_jump or witness_unbounded at a named point)")
+                if "convention" not in facts:
+                    raise VerdictError(f"{op}: {f.name} is called {v}, but vjp's values at the special points were "
+                                       "not asserted (check_conventions)")
+            if v == "zero almost everywhere":
+                if "zero" not in facts:
                     raise VerdictError(f"{op}: {f.name} is called zero almost everywhere without the "
                                        "zero-derivative check")
+                if "jump" not in facts:
+                    raise VerdictError(f"{op}: {f.name} is called zero almost everywhere without a jump witness")
+            if v in NEGATIVE:
+                if facts & {"fd", "torch", "rule", "ort"}:
+                    raise VerdictError(f"{op}: {f.name} is called {v}, but vjp returned a gradient for it")
+                if not facts & {"none", "discrete-type"}:
+                    raise VerdictError(f"{op}: {f.name} is called {v}; run a check that shows vjp returns None "
+                                       "for it")
+            if v == "non-differentiable" and not facts & {"discrete-type", "outputs-discrete"}:
+                raise VerdictError(f"{op}: {f.name} is called non-differentiable, but no check saw it discrete "
+                                   "(an integer, bool or string type) or saw every output discrete; a float input "
+                                   "that is not is differentiable or zero almost everywhere")
+        weakest = ("differentiable almost everywhere" if any(called[n] != "differentiable" for n in diff_inputs)
+                   else "differentiable")
         for f in self.info.outputs:
-            v = self.verdicts[f.name][0]
-            facts = LEDGER.get((op, f.name), set())
+            v, facts = called[f.name], evidence.facts(op, f.name, vjp)
             if v in DIFFERENTIABLE:
-                if not called_diff:
+                if not diff_inputs:
                     raise VerdictError(f"{op}: output {f.name} is called {v}, but no input is differentiable")
                 if "fd" not in facts:
                     raise VerdictError(f"{op}: output {f.name} is called {v}, but no finite-difference check "
                                        "carried a cotangent through it")
+                if v != weakest:
+                    raise VerdictError(f"{op}: output {f.name} is called {v}, but as a function of "
+                                       f"{', '.join(diff_inputs)} it is {weakest}")
             elif v == "zero almost everywhere":
                 if "zero" not in facts:
                     raise VerdictError(f"{op}: output {f.name} is called zero almost everywhere without the "
                                        "zero-derivative check")
-            elif called_diff and "discrete" not in facts:
-                raise VerdictError(f"{op}: output {f.name} is called non-differentiable although "
-                                   f"{', '.join(called_diff)} is differentiable, and no check saw a discrete value")
+            elif "discrete-type" not in facts:
+                raise VerdictError(f"{op}: output {f.name} is called non-differentiable, but no check saw it take a "
+                                   "discrete type")
+        self._check_integer_inputs(vjp)
 
-    def verdict(self) -> "Verdict":
-        """Bind the claim to this kernel's checks; raises VerdictError if a check is missing or contradicts it."""
-        self._bind()
+    def _witness_at(self, name) -> str:
+        recs = [r for r in evidence.recorded(self.op) if r.name == name and r.kind in WITNESSES]
+        return "; ".join(f"{r.kind} at {r.detail}" for r in recs[:2])
+
+    def _check_integer_inputs(self, vjp) -> None:
+        """Integer-typed inputs get None from vjp, always: vjp is called at the first finite-difference check's point
+        with every float input whose type constraint admits an integer type cast to that type."""
+        rec = evidence.first(self.op, "fd", vjp)
+        if rec is None:
+            return
+        inputs, attrs = rec.data
+        cast, changed = [], False
+        for i, x in enumerate(inputs):
+            f = self.info.inputs[min(i, len(self.info.inputs) - 1)]
+            ints = [t for t in ("tensor(int64)", "tensor(int32)") if t in f.types]
+            if x is not None and np.issubdtype(np.asarray(x).dtype, np.floating) and ints:
+                cast.append(np.round(np.asarray(x) * 3).astype(ints[0][7:-1]))
+                changed = True
+            else:
+                cast.append(x)
+        if not changed:
+            return
+        try:
+            outs = run_onnx(self.op, cast, attrs)
+        except Exception:  # noqa: BLE001 - the integer variant is not valid for these attributes: nothing to check
+            return
+        cot = [np.ones(y.shape) if np.issubdtype(y.dtype, np.floating) else None for y in outs]
+        grads = list(vjp(list(cast), cot, **self.info.with_defaults(attrs)))
+        for i, (g, x) in enumerate(zip(grads, cast)):
+            if x is not None and not np.issubdtype(np.asarray(x).dtype, np.floating) and g is not None:
+                raise VerdictError(f"{self.op}: vjp returns a gradient for input {self.info.input_name(i)} of "
+                                   f"integer type {np.asarray(x).dtype}; integer inputs get None")
+
+    def verdict(self, vjp=None) -> "Verdict":
+        """Bind the claim to this kernel's checks of `vjp`; raises VerdictError if the evidence does not support it."""
+        self._bind(vjp)
         return Verdict(self)
 
     # -- display -------------------------------------------------------------------------------------------------

@@ -1,0 +1,168 @@
+"""The chapter's values at its special points (kinks, ties, poles, domain edges, zero cotangents), asserted.
+
+`check_conventions` takes the chapter's table of special points with the value `vjp` must return at each, asserts
+`vjp` against it, runs PyTorch autograd of the chapter's twin and ONNX Runtime's gradient at the same points, and
+prints one compact table. A difference from PyTorch or ONNX Runtime is allowed only where it is declared with its
+reason, and a declared difference that has gone away fails too. The book's convention policy is in book/method.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+import numpy as np
+
+from .checks import CheckResult, _call_vjp, _is_float, _max_err, _shown_name
+from .display import Table
+from .evidence import record
+from .onnxrun import run_onnx
+from .ortgrad import NoGradientBuilder, ort_gradient
+from .schema import op_info
+
+
+@dataclass
+class Special:
+    """One special point: a label, the op's inputs there (schema order), and what vjp must return for each named
+    input (a number or array; None for no gradient). `cotangents` defaults to ones on every float output. `torch` and
+    `ort` hold the reason for a declared difference from PyTorch or ONNX Runtime at this point."""
+
+    at: str
+    inputs: list
+    expect: dict
+    cotangents: list | None = None
+    torch: str | None = None
+    ort: str | None = None
+    attrs: dict = field(default_factory=dict)
+
+
+def _same(a, b, rtol) -> bool:
+    if a is None or b is None:
+        a = np.zeros(np.shape(b)) if a is None and b is not None else a
+        b = np.zeros(np.shape(a)) if b is None and a is not None else b
+        if a is None and b is None:
+            return True
+    a, b = np.asarray(a, np.float64), np.asarray(b, np.float64)
+    if a.shape != b.shape and a.size != b.size:
+        return False
+    a, b = a.ravel(), b.ravel()
+    finite = np.abs(b[np.isfinite(b)])
+    return _max_err(a, b) <= 1e-12 + rtol * (float(np.max(finite)) if finite.size else 0.0)
+
+
+def _fmt(v) -> str:
+    if v is None:
+        return "None"
+    a = np.asarray(v, np.float64)
+    with np.errstate(all="ignore"):
+        r = np.where(np.isfinite(a), np.round(a, 6), a) + 0.0
+    return str(r.item()) if r.size == 1 else np.array2string(r, separator=", ")
+
+
+def _torch_grads(twin, inputs, cot, full):
+    import torch
+    tens = [None if x is None else torch.tensor(np.asarray(x)) for x in inputs]
+    for t in tens:
+        if t is not None and t.is_floating_point():
+            t.requires_grad_(True)
+    outs = twin(*tens, **full)
+    outs = list(outs) if isinstance(outs, (list, tuple)) else [outs]
+    pairs = [(o, torch.tensor(np.asarray(g))) for o, g in zip(outs, cot) if g is not None and o.requires_grad]
+    leaves = [t for t in tens if t is not None and t.requires_grad]
+    res = {}
+    if pairs and leaves:
+        got = torch.autograd.grad([p[0] for p in pairs], leaves, [p[1] for p in pairs], allow_unused=True)
+        res = {id(t): (np.zeros(tuple(t.shape)) if r is None else r.detach().numpy()) for t, r in zip(leaves, got)}
+    return [res.get(id(t)) if t is not None else None for t in tens]
+
+
+def check_conventions(op, vjp, points: list[Special], *, twin=None, attrs=None, ort: bool = True,
+                      rtol_ort: float = 1e-5) -> CheckResult:
+    """Assert `vjp` at each special point, and compare it with PyTorch (`twin`) and ONNX Runtime there.
+
+    vjp must equal the expected value (NaN matches NaN, infinities must match, None matches a zero gradient);
+    PyTorch must equal vjp within 1e-9 relative, ONNX Runtime (float32) within `rtol_ort`, unless the point declares
+    a difference with its reason. Prints the table: point, input, vjp, PyTorch, ONNX Runtime, agreement.
+    """
+    info = op_info(op)
+    rows, notes, named = [], [], []
+    for p in points:
+        attrs_p = {**(attrs or {}), **p.attrs}
+        full = info.with_defaults(attrs_p)
+        xs = list(p.inputs)
+        outs = run_onnx(op, xs, attrs_p)
+        cot = p.cotangents if p.cotangents is not None else [np.ones(y.shape) if _is_float(y) else None
+                                                              for y in outs]
+        grads = _call_vjp(op, vjp, xs, cot, full)
+        tg = _torch_grads(twin, xs, cot, full) if twin is not None else None
+        ort_note = ""
+        og = None
+        if ort:
+            x32 = [None if x is None else (np.asarray(x, np.float32) if _is_float(x) else x) for x in xs]
+            if any(_is_float(x) and not np.array_equal(np.asarray(x, np.float32), x, equal_nan=True) for x in xs):
+                raise AssertionError(f"{op}: the special point {p.at} is not exactly representable in float32, "
+                                     "so ONNX Runtime would see another point")
+            try:
+                og = ort_gradient(op, x32, cot, attrs_p)
+            except NoGradientBuilder:
+                ort_note = "no builder"
+        torch_ok = ort_ok = True
+        for i, x in enumerate(xs):
+            name, shown = info.input_name(i), _shown_name(info, i)
+            if x is None or shown not in p.expect and name not in p.expect:
+                continue
+            want = p.expect.get(shown, p.expect.get(name))
+            got = grads[i]
+            if want is None:
+                if got is not None and np.any(np.asarray(got) != 0):
+                    raise AssertionError(f"{op}: at {p.at}, vjp gives {_fmt(got)} for {shown}; the chapter says None")
+            elif got is None or not _same(got, np.broadcast_to(np.asarray(want, np.float64), np.shape(x)), 1e-12):
+                raise AssertionError(f"{op}: at {p.at}, vjp gives {_fmt(got)} for {shown}; the chapter's convention "
+                                     f"is {_fmt(want)}")
+            t_val = tg[i] if tg is not None else None
+            o_val = og[i] if og is not None else None
+            t_same = tg is None or _same(got, t_val, 1e-9)
+            o_same = og is None or (o_val is None and (got is None or not np.any(np.asarray(got)))) or \
+                (o_val is not None and _same(got, o_val, rtol_ort))
+            if og is not None and o_val is None and got is not None and np.any(np.asarray(got)):
+                o_same = False
+            torch_ok &= t_same
+            ort_ok &= o_same
+            agree = []
+            if tg is not None:
+                agree.append("PyTorch agrees" if t_same else "PyTorch differs")
+            if og is not None:
+                agree.append("ONNX Runtime agrees" if o_same else "ONNX Runtime differs")
+            o_text = ort_note or ("not run" if not ort else ("None" if o_val is None else _fmt(o_val)))
+            rows.append([p.at, shown, _fmt(got), "not run" if tg is None else _fmt(t_val), o_text,
+                         ", ".join(agree) or "vjp asserted"])
+            if name not in named:
+                named.append(name)
+        for who, ok, reason in (("PyTorch", torch_ok, p.torch), ("ONNX Runtime", ort_ok, p.ort)):
+            if not ok and not reason:
+                raise AssertionError(f"{op}: at {p.at}, {who} differs from vjp; declare the difference with its "
+                                     "reason, or follow the book's convention")
+            if ok and reason and not (who == "ONNX Runtime" and (og is None)):
+                raise AssertionError(f"{op}: at {p.at}, a difference from {who} is declared, but {who} agrees with "
+                                     "vjp; update the chapter")
+            if reason and not ok:
+                notes.append(f"{who} at {p.at}: {reason}")
+    for name in named:
+        record(op, name, "convention", vjp)
+    table = Table(["point", "input", "vjp", "PyTorch", "ONNX Runtime", "agreement"], rows,
+                  caption=f"{op}: vjp at the special points (asserted)", css_class="proofkit-table proofkit-conventions")
+    return ConventionResult(op, table, notes)
+
+
+class ConventionResult(CheckResult):
+    def __init__(self, op, table, notes):
+        super().__init__("conventions", op, [], summary="")
+        self.table, self.notes = table, notes
+
+    def __repr__(self):
+        text = repr(self.table)
+        return text + ("\n" + "\n".join("Declared: " + n for n in self.notes) if self.notes else "")
+
+    def _repr_html_(self):
+        import html
+        notes = "".join(f"<p>Declared: {html.escape(n)}</p>" for n in self.notes)
+        return self.table._repr_html_() + notes

@@ -1,0 +1,73 @@
+"""What the checks established, per operator, per input or output, and per backward function.
+
+The store is private to the kit: checks append to it through `record`, the verdict reads it through `facts`, and the
+public API only offers a read-only copy (`evidence`). A record names the function it checked (`fn`, the chapter's
+`vjp`) or None for a fact about the operator itself (a forward check, a witness, a type).
+
+Kinds of record, for an input or output name:
+
+- "forward": the model matched onnx.reference on this output.
+- "fd", "torch", "ort": vjp matched finite differences of onnx.reference, PyTorch autograd, ONNX Runtime's gradient.
+- "ort-none": ONNX Runtime's gradient graph has no gradient for this input (or no builder for the op).
+- "rule": a hand-written rule was proved equal to Jᵀḡ and vjp was tied to it at sampled points of every piece.
+- "none": vjp returned None for a float input.
+- "discrete-type": the value had an integer, bool or string type in a checked call.
+- "outputs-discrete": every output of a checked call was discrete, so no float input has a path to a gradient.
+- "zero": onnx.reference's outputs did not move under perturbations of this input (zero-derivative check).
+- "kink", "jump", "unbounded": a witness of a non-differentiable point (fn None).
+- "convention": vjp's value at the chapter's special points was asserted and compared with PyTorch and ONNX Runtime.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any, Callable
+
+
+@dataclass(frozen=True)
+class Record:
+    op: str
+    name: str
+    kind: str
+    fn: Callable | None = None
+    detail: str = ""
+    data: Any = field(default=None, compare=False, repr=False)
+
+
+_RECORDS: list[Record] = []
+
+
+def record(op: str, name: str, kind: str, fn: Callable | None = None, detail: str = "", data: Any = None) -> None:
+    """Called by the kit's checks only."""
+    _RECORDS.append(Record(op, name, kind, fn, detail, data))
+
+
+def recorded(op: str | None = None) -> tuple[Record, ...]:
+    """A read-only copy of what was recorded in this kernel (for one operator, or all)."""
+    return tuple(r for r in _RECORDS if op is None or r.op == op)
+
+
+def facts(op: str, name: str, fn: Callable | None) -> set[str]:
+    """The kinds recorded for (op, name) about the function `fn` or about the operator itself."""
+    return {r.kind for r in _RECORDS if r.op == op and r.name == name and (r.fn is None or r.fn is fn)}
+
+
+def functions(op: str) -> list[Callable]:
+    """Every distinct backward function that evidence was recorded for, for one operator."""
+    out: list[Callable] = []
+    for r in _RECORDS:
+        if r.op == op and r.fn is not None and not any(r.fn is f for f in out):
+            out.append(r.fn)
+    return out
+
+
+def first(op: str, kind: str, fn: Callable | None = None) -> Record | None:
+    for r in _RECORDS:
+        if r.op == op and r.kind == kind and (fn is None or r.fn is fn):
+            return r
+    return None
+
+
+def _reset() -> None:
+    """For the kit's own tests: forget everything."""
+    _RECORDS.clear()

@@ -1,0 +1,185 @@
+"""ONNX Runtime training's own gradient of one node, executed: the third cross-check (Method 1 of ONNX's guide, for
+the runtime that trains ONNX graphs).
+
+The node is wrapped in a model whose loss is Σ_k sum(output_k · cotangent_k); ONNX Runtime's GradientGraphBuilder
+(onnxruntime-training 1.19.2) builds the gradient graph of that loss with respect to the float inputs, and an
+InferenceSession on the CPU provider runs it. ONNX Runtime 1.19 reads models up to IR version 10 and opset 21, so
+the node is built at opset 21 (the operator resolves to its newest version up to 21) and runs in float32.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import re
+
+import numpy as np
+
+from .checks import CheckResult, _as_list, _attr_text, _call_vjp, _is_float, _max_err, _shapes_text, _shown_name
+from .evidence import record
+from .onnxrun import run_onnx
+from .schema import op_info
+
+#: The opset and IR version the gradient models are built at (the newest ONNX Runtime 1.19 reads).
+OPSET, IR_VERSION = 21, 10
+
+
+class NoGradientBuilder(Exception):
+    """ONNX Runtime has no gradient builder for the operator; the message is ONNX Runtime's own."""
+
+
+@contextlib.contextmanager
+def _quiet_stderr():
+    """ONNX Runtime's C++ logger writes to file descriptor 2, which a notebook would store; silence it."""
+    fd = os.dup(2)
+    try:
+        with open(os.devnull, "w") as null:
+            os.dup2(null.fileno(), 2)
+            yield
+    finally:
+        os.dup2(fd, 2)
+        os.close(fd)
+
+
+def ort_version() -> str:
+    import onnxruntime
+    return onnxruntime.__version__
+
+
+def ort_gradient(op, inputs, cotangents, attrs=None) -> list:
+    """ONNX Runtime's gradient of Σ sum(output·cotangent) for every input: an array (float32 computation, returned as
+    float64), or None where ONNX Runtime's graph has no gradient for that input (or the input is not float).
+
+    Float inputs are fed as float32; integer and bool inputs as they are; omitted optional inputs stay omitted.
+    Raises NoGradientBuilder when ONNX Runtime has no gradient builder for the operator.
+    """
+    import onnx
+    import onnxruntime as ort
+    from onnx import TensorProto, helper
+    from onnxruntime.capi._pybind_state import GradientGraphBuilder
+
+    ort.set_default_logger_severity(3)
+    inputs = list(inputs)
+    while inputs and inputs[-1] is None:
+        inputs.pop()
+    names = [f"x{i}" if x is not None else "" for i, x in enumerate(inputs)]
+    feeds = {n: (np.asarray(x, np.float32) if _is_float(x) else np.asarray(x))
+             for n, x in zip(names, inputs) if x is not None}
+    outs = run_onnx(op, inputs, attrs)
+    out_names = [f"y{k}" for k in range(len(outs))]
+    nodes = [helper.make_node(op, names, out_names, **(attrs or {}))]
+    value_info = [helper.make_tensor_value_info(n, helper.np_dtype_to_tensor_dtype(v.dtype), v.shape)
+                  for n, v in feeds.items()]
+    terms = []
+    for k, (y, g) in enumerate(zip(outs, cotangents)):
+        if g is None or not _is_float(y):
+            continue
+        feeds[f"g{k}"] = np.asarray(g, np.float32)
+        value_info.append(helper.make_tensor_value_info(f"g{k}", TensorProto.FLOAT, np.shape(g)))
+        nodes += [helper.make_node("Mul", [f"y{k}", f"g{k}"], [f"p{k}"]),
+                  helper.make_node("ReduceSum", [f"p{k}"], [f"s{k}"], keepdims=0)]
+        terms.append(f"s{k}")
+    if not terms:
+        return [None] * len(list(inputs))
+    if len(terms) > 1:
+        nodes.append(helper.make_node("Sum", terms, ["loss"]))
+    else:
+        nodes.append(helper.make_node("Identity", terms, ["loss"]))
+    graph = helper.make_graph(nodes, op, value_info, [helper.make_tensor_value_info("loss", TensorProto.FLOAT, [])])
+    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", OPSET)], ir_version=IR_VERSION)
+    wanted = {n for n, x in zip(names, inputs) if x is not None and _is_float(x)}
+    while True:
+        builder = GradientGraphBuilder(model.SerializeToString(), {"loss"}, set(wanted), "loss")
+        try:
+            with _quiet_stderr():
+                builder.build()
+            break
+        except RuntimeError as e:
+            text = str(e)
+            if "has not been registered" in text:
+                found = re.search(r"The gradient builder has not been registered: (\S+)", text)
+                raise NoGradientBuilder(f"ONNX Runtime {ort_version()} has no gradient builder for "
+                                        f"{found.group(1) if found else op}") from None
+            missing = re.search(r"failed to find NodeArg by name: (\w+)_grad", text)
+            if not missing or missing.group(1) not in wanted:
+                raise
+            wanted.discard(missing.group(1))  # the builder gives no gradient for this input: ask for the others
+    grad_model = onnx.load_from_string(builder.get_model())
+    options = ort.SessionOptions()
+    options.log_severity_level = 3
+    with _quiet_stderr():
+        sess = ort.InferenceSession(grad_model.SerializeToString(), options, providers=["CPUExecutionProvider"])
+        wanted_feeds = {i.name for i in sess.get_inputs()}
+        result = dict(zip([o.name for o in sess.get_outputs()],
+                          sess.run(None, {k: v for k, v in feeds.items() if k in wanted_feeds})))
+    return [np.asarray(result[f"{n}_grad"], np.float64) if n in wanted and f"{n}_grad" in result else None
+            for n in names]
+
+
+def _round32(x):
+    return None if x is None else (np.asarray(x, np.float32).astype(np.float64) if _is_float(x) else np.asarray(x))
+
+
+def check_vjp_ort(op, vjp, inputs, attrs=None, *, seed=0, rtol=1e-4, atol=1e-5,
+                  disagree: dict[str, str] | None = None) -> CheckResult:
+    """Check 3 (executed, not cited): `vjp` against ONNX Runtime training's gradient of the same node.
+
+    The inputs are rounded to float32 (ONNX Runtime runs in float32) and `vjp` is evaluated in float64 at the rounded
+    point, with the same random cotangents. Each float input for which ONNX Runtime returns a gradient must agree
+    within atol + rtol·max|gradient|, unless it is named in `disagree` with the reason: then it must differ (the
+    witness of a finding about ONNX Runtime, printed). Where ONNX Runtime has no gradient builder, or no gradient for
+    an input, that is recorded from the attempt and printed.
+    """
+    info = op_info(op)
+    disagree = dict(disagree or {})
+    full = info.with_defaults(attrs)
+    x = [_round32(v) for v in inputs]
+    outs = run_onnx(op, x, attrs)
+    rng = np.random.default_rng(seed)
+    cot = [np.asarray(rng.standard_normal(y.shape), np.float32).astype(np.float64) if _is_float(y) else None
+           for y in outs]
+    where = f"inputs {_shapes_text(x)}, attributes {_attr_text(attrs)}, float32 at opset {OPSET}"
+    try:
+        theirs = ort_gradient(op, x, cot, attrs)
+    except NoGradientBuilder as e:
+        for i, v in enumerate(x):
+            if _is_float(v):
+                record(op, info.input_name(i), "ort-none", vjp, detail=str(e))
+        if disagree:
+            raise AssertionError(f"{op}: a disagreement with ONNX Runtime is declared, but it has no gradient builder")
+        return CheckResult("ONNX Runtime", op, [], summary=f"ONNX Runtime check of {op}: {e} (the attempt to build "
+                           f"its gradient graph failed; {where})")
+    ours = _call_vjp(op, vjp, x, cot, full)
+    checked, missing, witnesses = [], [], []
+    for i, (g, t) in enumerate(zip(ours, theirs)):
+        name, shown = info.input_name(i), _shown_name(info, i)
+        if x[i] is None or not _is_float(x[i]):
+            continue
+        if t is None:
+            record(op, name, "ort-none", vjp)
+            missing.append(shown)
+            continue
+        mine = np.zeros(np.shape(x[i])) if g is None else np.asarray(g, np.float64)
+        if np.shape(t) != np.shape(mine):
+            agree, why = False, f"ONNX Runtime's gradient has shape {np.shape(t)}, the input {np.shape(mine)}"
+        else:
+            err = _max_err(mine, t)
+            tol = atol + rtol * max(float(np.max(np.abs(mine))) if mine.size else 0.0, 1.0)
+            agree, why = err <= tol, f"max difference {err:.3e} > tolerance {tol:.1e}"
+        if name in disagree:
+            if agree:
+                raise AssertionError(f"{op}: a disagreement with ONNX Runtime is declared for {shown}, but its "
+                                     "gradient now agrees with vjp; update the chapter")
+            witnesses.append(f"{shown}: ONNX Runtime differs ({why}); {disagree[name]}")
+            record(op, name, "ort-differs", vjp, detail=disagree[name])
+            continue
+        if not agree:
+            raise AssertionError(f"{op}: gradient of input {shown} differs from ONNX Runtime's: {why}")
+        record(op, name, "ort", vjp)
+        checked.append(shown)
+    detail = where + f", tolerance {rtol:.0e}"
+    if missing:
+        detail += f"; ONNX Runtime's gradient graph has no gradient for {', '.join(missing)}"
+    if witnesses:
+        detail += "; " + "; ".join(witnesses)
+    return CheckResult("ONNX Runtime", op, checked, detail)

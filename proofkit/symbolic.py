@@ -1,0 +1,161 @@
+"""Check 3 (Method 2 of ONNX's guide): a hand-written backward rule, proved equal to Jᵀḡ on a SymPy instance, and the
+chapter's NumPy `vjp` tied to that same rule at sampled points of every piece of the domain.
+
+The rule must be what a reader writes on paper (ḡ/√(1−x²), ḡ·(1 − tanh²x)), typed as a SymPy expression. A rule
+obtained by differentiating the model would make the proof compare SymPy with itself; the contract tests reject a
+chapter whose rule depends on `diff` or `jacobian`, and this check rejects a rule holding unevaluated derivatives.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import sympy as sp
+
+from .checks import CheckResult, _call_vjp, _max_err, _shown_name
+from .evidence import record
+from .onnxrun import run_onnx
+from .schema import op_info
+
+#: Magnitudes a positive symbol takes in the tie: two within 1e-3 to 1e-2 of its piece's boundary, then ordinary
+#: ones (a piece such as x = 1 − p keeps x inside (−1, 1) for p < 2).
+NEAR = (1e-3, 7e-3)
+
+
+def _flat(x) -> list:
+    if isinstance(x, sp.MatrixBase):
+        return list(x)
+    return list(np.asarray(x, dtype=object).ravel())
+
+
+def _shape(x) -> tuple:
+    return tuple(x.shape) if isinstance(x, sp.MatrixBase) else np.asarray(x, dtype=object).shape
+
+
+def _sample(sym, k: int, rng):
+    if sym.is_positive or sym.is_nonnegative:
+        return NEAR[k] if k < len(NEAR) else float(rng.uniform(0.1, 1.9))
+    if sym.is_integer:
+        return int(rng.integers(-3, 4))
+    return float(rng.standard_normal() * 1.5)
+
+
+def _numeric(expr_array, values: dict):
+    """Evaluate an array of SymPy expressions (or numbers, or bools) at `values`, keeping bools as bools."""
+    if expr_array is None:
+        return None
+    if isinstance(expr_array, np.ndarray) and expr_array.dtype != object:
+        return expr_array
+    if isinstance(expr_array, sp.MatrixBase):
+        expr_array = np.array(expr_array.tolist(), dtype=object)
+    arr = np.asarray(expr_array, dtype=object)
+    out = []
+    for e in arr.ravel():
+        v = sp.sympify(e).xreplace(values) if isinstance(e, sp.Basic) else e
+        if v is sp.true or v is sp.false or isinstance(v, (bool, np.bool_)):
+            out.append(bool(v))
+        else:
+            out.append(complex(sp.N(v, 30)) if isinstance(v, sp.Basic) else v)
+    if out and all(isinstance(v, bool) for v in out):
+        return np.array(out, dtype=bool).reshape(arr.shape)
+    vals = np.array(out, dtype=complex)
+    if np.any(np.abs(vals.imag) > 1e-12 * np.maximum(1.0, np.abs(vals.real))):
+        raise AssertionError("a sampled point leaves the real domain of the instance")
+    return vals.real.astype(np.float64).reshape(arr.shape)
+
+
+def check_vjp_symbolic(op, inputs: dict, outputs: dict, cotangents: dict, rule: dict, *, vjp,
+                       call: list | None = None, attrs: dict | None = None, pieces: list[dict] | None = None,
+                       samples: int = 3, seed: int = 0, rtol: float = 1e-9, atol: float = 1e-12) -> CheckResult:
+    """Prove the hand-written `rule` equals Jᵀ·ḡ on the instance, then tie `vjp` to it numerically.
+
+    inputs: formal input name -> array of symbols; outputs: formal output name -> array of expressions in them;
+    cotangents: output name -> array of cotangent symbols (same shape as the output); rule: input name -> array of
+    expressions (same number of entries as the input). Where the op is piecewise, `pieces` lists substitutions, one
+    per open piece of the domain (e.g. {x: p} and {x: -p} with p positive); the identity must hold on every piece.
+
+    The tie: on every piece, `samples` points are drawn (positive symbols at 1e-3 and 7e-3, that is next to the
+    piece's boundary, then at ordinary magnitudes; real symbols standard normal), the instance's inputs are evaluated
+    there and passed to `vjp`, and its gradients must equal the rule's values within atol + rtol·|rule|. `call` gives
+    the op's inputs in schema order as arrays of expressions, numbers or None (needed where the instance's inputs do
+    not map one to one onto the op's, e.g. a variadic input, an integer `shape` input, an omitted one); by default it
+    is the `inputs` arrays in schema order. `attrs` are the attributes the instance stands for.
+    """
+    info = op_info(op)
+    for name in list(inputs) + list(rule):
+        if info.formal(name).role != "input":
+            raise KeyError(f"{op}: {name} is not an input")
+    for name in list(outputs) + list(cotangents):
+        if info.formal(name).role != "output":
+            raise KeyError(f"{op}: {name} is not an output")
+    for name, r in rule.items():
+        if any(isinstance(e, sp.Basic) and e.has(sp.Derivative, sp.Subs) for e in _flat(r)):
+            raise AssertionError(f"{op}: the rule for {name} holds an unevaluated derivative; a rule is a closed "
+                                 "form written by hand, not a derivative of the model")
+    pieces = pieces or [{}]
+    checked = []
+    for name, r in rule.items():
+        if len(_flat(r)) != len(_flat(inputs[name])):
+            raise AssertionError(f"{op}: the rule for {name} has shape {_shape(r)}, the input {_shape(inputs[name])}")
+        for k, (xk, rk) in enumerate(zip(_flat(inputs[name]), _flat(r))):
+            jt = sum((g * sp.diff(y, xk) for o, ys in outputs.items()
+                      for g, y in zip(_flat(cotangents[o]), _flat(ys))), sp.Integer(0))
+            for piece in pieces:
+                d = sp.simplify((rk - jt).subs(piece))
+                if d != 0:
+                    where = f" on the piece {piece}" if piece else ""
+                    raise AssertionError(f"{op}: the rule for {name}[{k}] differs from Jᵀḡ{where} by {d}")
+        checked.append(name)
+
+    # --- the tie: vjp against the proved rule, at sampled points of every piece -------------------------------
+    if call is None:
+        call = [inputs.get(f.name) for f in info.inputs]
+        while call and call[-1] is None:
+            call.pop()
+    full = info.with_defaults(attrs)
+    rng = np.random.default_rng(seed)
+    symbols = set()
+    for arr in list(call) + list(cotangents.values()) + list(rule.values()):
+        for e in ([] if arr is None else _flat(arr)):
+            if isinstance(e, sp.Basic):
+                symbols |= e.free_symbols
+    n_points = 0
+    for piece in pieces:
+        free = set(symbols)
+        for s, v in piece.items():
+            free.discard(s)
+            if isinstance(v, sp.Basic):
+                free |= v.free_symbols
+        free -= set(piece)
+        for k in range(samples):
+            base = {s: sp.sympify(_sample(s, k, rng)) for s in sorted(free, key=str)}
+            values = {s: sp.sympify(v).xreplace(base) for s, v in piece.items()}
+            values.update(base)
+            xs = [_numeric(a, values) for a in call]
+            outs = run_onnx(op, xs, attrs)
+            cot = []
+            for kk, y in enumerate(outs):
+                g = cotangents.get(info.output_name(kk))
+                cot.append(None if g is None else _numeric(g, values).reshape(y.shape))
+            grads = _call_vjp(op, vjp, xs, cot, full)
+            for name in checked:
+                positions = [i for i in range(len(xs)) if info.input_name(i) == name and xs[i] is not None]
+                got = [np.zeros(np.shape(xs[i])) if grads[i] is None else np.asarray(grads[i], np.float64)
+                       for i in positions]
+                got = np.concatenate([g.ravel() for g in got]) if got else np.zeros(0)
+                want = _numeric(np.array(_flat(rule[name]), dtype=object), values).ravel()
+                err = _max_err(got, want)
+                finite = np.abs(want[np.isfinite(want)])
+                tol = atol + rtol * (float(np.max(finite)) if finite.size else 0.0)
+                if not err <= tol:
+                    shown = {str(s): (bool(v) if v in (sp.true, sp.false) else float(v)) for s, v in values.items()
+                             if v in (sp.true, sp.false) or v.is_number}
+                    raise AssertionError(f"{op}: vjp's gradient for {name} differs from the proved rule by {err:.3e} "
+                                         f"(tolerance {tol:.1e}) at {shown}: vjp gives {got}, the rule {want}")
+            n_points += 1
+    for name in checked:
+        record(op, name, "rule", vjp)
+    where = (f" on each of {len(pieces)} open pieces of the domain" if len(pieces) > 1
+             else " on the given piece of the domain" if pieces[0] else "")
+    return CheckResult("symbolic", op, checked,
+                       f"the rule equals Jᵀḡ on the SymPy instance{where}, and vjp equals the rule at {n_points} "
+                       f"sampled points ({samples} per piece, positive magnitudes from {NEAR[0]:g})")

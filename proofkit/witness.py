@@ -1,0 +1,95 @@
+"""Witnesses of the null set: at a named point, onnx.reference shows a kink, a jump or an unbounded derivative.
+
+"differentiable almost everywhere" and "zero almost everywhere" need one (book/method, the verdicts); "differentiable"
+needs none. Each witness differentiates Σ cotangent·output (cotangent 1 by default) along one coordinate of one input
+with one-sided difference quotients of onnx.reference, at several steps, and asserts what it claims.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from .checks import CheckResult, _as_list, _is_float, _require_float64, _shown_name
+from .evidence import record
+from .onnxrun import run_onnx
+from .schema import op_info
+
+
+def _probe(op, inputs, attrs, input, index, cotangents):
+    info = op_info(op)
+    inputs = [None if x is None else np.array(x, dtype=np.asarray(x).dtype, copy=True) for x in inputs]
+    _require_float64(op, inputs)
+    if not _is_float(inputs[input]):
+        raise AssertionError(f"{op}: a witness perturbs a float input; {_shown_name(info, input)} is not one")
+    base = run_onnx(op, inputs, attrs)
+    cot = [np.ones(y.shape) if _is_float(y) else None for y in base] if cotangents is None else list(cotangents)
+    idx = np.unravel_index(index, np.shape(inputs[input])) if isinstance(index, (int, np.integer)) else tuple(index)
+    idx = tuple(int(i) for i in idx)
+
+    def s(h: float) -> float:
+        moved = list(inputs)
+        moved[input] = inputs[input].copy()
+        moved[input][idx] += h
+        ys = run_onnx(op, moved, attrs, len(base))
+        with np.errstate(all="ignore"):
+            return float(sum(np.sum(g * y) for g, y in zip(cot, ys) if g is not None))
+
+    x0 = float(inputs[input][idx])
+    where = f"{_shown_name(info, input)}{list(idx) if idx else ''} = {x0:g}"
+    return info, s, where
+
+
+def witness_kink(op, inputs, *, input=0, index=0, attrs=None, cotangents=None, steps=(1e-4, 1e-6)) -> CheckResult:
+    """The one-sided derivatives at the point exist (the quotients settle as the step shrinks) and differ."""
+    info, s, where = _probe(op, inputs, attrs, input, index, cotangents)
+    f0 = s(0.0)
+    right = [(s(h) - f0) / h for h in steps]
+    left = [(f0 - s(-h)) / h for h in steps]
+    for side, q in (("right", right), ("left", left)):
+        if not (np.all(np.isfinite(q)) and abs(q[-1] - q[0]) <= 1e-3 * max(1.0, abs(q[-1]))):
+            raise AssertionError(f"{op}: no kink witness at {where}: the {side} difference quotients do not settle "
+                                 f"({', '.join(f'{v:.6g}' for v in q)})")
+    if not abs(right[-1] - left[-1]) > 1e-2 * max(1.0, abs(right[-1]), abs(left[-1])):
+        raise AssertionError(f"{op}: no kink at {where}: the one-sided derivatives agree "
+                             f"(left {left[-1]:.6g}, right {right[-1]:.6g})")
+    name = info.input_name(input)
+    record(op, name, "kink", detail=where)
+    return CheckResult("kink", op, [name], summary=(
+        f"kink witness for {op}: at {where} the one-sided derivatives differ: left {left[-1]:.4g}, right "
+        f"{right[-1]:.4g} (difference quotients at steps {', '.join(f'{h:g}' for h in steps)})"))
+
+
+def witness_jump(op, inputs, *, input=0, index=0, attrs=None, cotangents=None,
+                 steps=(1e-3, 1e-6, 1e-9)) -> CheckResult:
+    """The output jumps at the point: f(x+h) − f(x−h) does not shrink as h does."""
+    info, s, where = _probe(op, inputs, attrs, input, index, cotangents)
+    d = [s(h) - s(-h) for h in steps]
+    if not (all(abs(v) >= 1e-3 for v in d) and abs(d[-1]) >= 0.5 * abs(d[0])):
+        raise AssertionError(f"{op}: no jump at {where}: f(x+h) − f(x−h) = "
+                             f"{', '.join(f'{v:.6g}' for v in d)} for h = {', '.join(f'{h:g}' for h in steps)}")
+    name = info.input_name(input)
+    record(op, name, "jump", detail=where)
+    return CheckResult("jump", op, [name], summary=(
+        f"jump witness for {op}: at {where}, f(x+h) − f(x−h) = {d[-1]:.4g} for h = {steps[-1]:g} "
+        f"(and {d[0]:.4g} for h = {steps[0]:g}): the output jumps, so no derivative exists there"))
+
+
+def witness_unbounded(op, inputs, *, input=0, index=0, attrs=None, cotangents=None, side="right",
+                      steps=(1e-2, 1e-4, 1e-6, 1e-8)) -> CheckResult:
+    """The difference quotient on one side (or both) grows without bound as the step shrinks."""
+    info, s, where = _probe(op, inputs, attrs, input, index, cotangents)
+    f0 = s(0.0)
+    sides = ("right", "left") if side == "both" else (side,)
+    shown = []
+    for sd in sides:
+        sign = 1.0 if sd == "right" else -1.0
+        q = [abs((s(sign * h) - f0) / h) for h in steps]
+        if not all(np.isfinite(q[:-1])) or not all(b > 3 * a for a, b in zip(q, q[1:]) if np.isfinite(b)):
+            raise AssertionError(f"{op}: no unbounded derivative at {where} from the {sd}: |quotients| = "
+                                 f"{', '.join(f'{v:.6g}' for v in q)}")
+        shown.append(f"{sd}: {', '.join(f'{v:.3g}' for v in q)}")
+    name = info.input_name(input)
+    record(op, name, "unbounded", detail=where)
+    return CheckResult("unbounded", op, [name], summary=(
+        f"unbounded-derivative witness for {op}: at {where}, |difference quotients| at steps "
+        f"{', '.join(f'{h:g}' for h in steps)} grow without bound ({'; '.join(shown)})"))
