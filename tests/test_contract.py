@@ -8,6 +8,7 @@ import yaml
 from proofkit import op_info
 from proofkit.audit import stored_verdict
 from proofkit.contract import HEADINGS, HEADINGS_NO_GRADIENT, OPTIONAL_HEADINGS
+from proofkit.provenance import rule_dependencies
 from proofkit.verdict import DIFFERENTIABLE
 from chapters import NOTEBOOKS, ROOT, headings, load, source
 
@@ -73,7 +74,8 @@ def test_stored_verdict_covers_every_input_and_output_with_current_tags(path):
     assert [(r["role"], r["name"], r["tag"]) for r in verdict["rows"]] == \
         [(f.role, f.name, f.tag) for f in info.formals]
     last = [c for c in load(path)["cells"] if c["cell_type"] == "code"][-1]
-    assert source(last).strip() == "CLAIM.verdict()", "the verdict is the chapter's last cell"
+    assert source(last).strip() == "CLAIM.verdict(vjp)", \
+        "the verdict is the chapter's last cell, bound to the chapter's backward function: CLAIM.verdict(vjp)"
 
 
 @chapter
@@ -83,3 +85,48 @@ def test_defines_the_one_backward_interface(path):
     pattern = r"^def vjp\(inputs, cotangents(, \w+=[^,()]+)*, \*\*attrs\):"
     defs = [s for s in cells if re.search(pattern, s, re.M)]
     assert len(defs) == 1, "exactly one top-level `def vjp(inputs, cotangents, **attrs):`"
+
+
+def _code(path) -> list[str]:
+    return [source(c) for c in load(path)["cells"] if c["cell_type"] == "code"]
+
+
+def _rows(path) -> list[dict]:
+    return stored_verdict(path)["rows"]
+
+
+@chapter
+def test_the_rule_is_written_by_hand_not_derived_from_the_model(path):
+    """The rule passed to check_vjp_symbolic must not depend, through any assignment in the chapter, on diff,
+    jacobian or Derivative: otherwise the symbolic check compares SymPy's derivative with itself."""
+    deps, derived = rule_dependencies(_code(path))
+    assert not derived, (f"the rule depends on {', '.join(sorted(derived))}, which is computed by differentiating; "
+                         "type the rule a reader would write on paper and let check_vjp_symbolic prove it")
+
+
+@chapter
+def test_every_differentiable_input_has_a_hand_rule_tied_to_vjp_and_the_onnx_runtime_check(path):
+    if not any(r["role"] == "input" and r["verdict"] in DIFFERENTIABLE for r in _rows(path)):
+        pytest.skip("no differentiable input")
+    code = "\n".join(_code(path))
+    assert re.search(r"check_vjp_symbolic\([^§]*?vjp=vjp", code), "check_vjp_symbolic(..., vjp=vjp) ties vjp to the rule"
+    assert "check_vjp_ort(" in code, "ONNX Runtime's gradient is executed (check_vjp_ort), not cited"
+
+
+@chapter
+def test_a_null_set_has_its_special_points_asserted(path):
+    rows = _rows(path)
+    if not any(r["verdict"] in ("differentiable almost everywhere", "zero almost everywhere") for r in rows):
+        pytest.skip("no null set")
+    code = "\n".join(_code(path))
+    assert re.search(r"^SPECIAL\s*=", code, re.M), "the table of special points is assigned to SPECIAL"
+    assert re.search(r"check_conventions\(\s*\"\w+\",\s*vjp,\s*SPECIAL", code), \
+        "check_conventions(op, vjp, SPECIAL, ...) asserts vjp there and compares PyTorch and ONNX Runtime"
+    assert re.search(r"witness_(kink|jump|unbounded)\(", code), "a witness names a point of the null set"
+
+
+@chapter
+def test_no_chapter_writes_to_the_evidence(path):
+    code = "\n".join(_code(path))
+    for forbidden in ("_RECORDS", "evidence.record", "evidence._reset", "LEDGER", "reset_ledger"):
+        assert forbidden not in code, f"a chapter does not touch the kit's evidence store ({forbidden})"

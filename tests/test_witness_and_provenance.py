@@ -1,0 +1,53 @@
+"""Witnesses assert what they claim, and a rule derived from the model is caught in a chapter's source."""
+
+import numpy as np
+import pytest
+
+from proofkit import samplers, witness_jump, witness_kink, witness_unbounded
+from proofkit.evidence import _reset
+from proofkit.provenance import rule_dependencies
+
+
+@pytest.fixture(autouse=True)
+def clean_evidence():
+    _reset()
+    yield
+    _reset()
+
+
+def test_witnesses_hold_where_the_math_says_and_fail_elsewhere():
+    assert "left 0, right 1" in repr(witness_kink("Relu", [np.array([0.0])]))
+    with pytest.raises(AssertionError, match="the one-sided derivatives agree"):
+        witness_kink("Relu", [np.array([0.5])])
+    with pytest.raises(AssertionError, match="no jump"):
+        witness_jump("Relu", [np.array([0.0])])
+    witness_jump("Floor", [np.array([2.0])])
+    witness_unbounded("Sqrt", [np.array([0.0])])
+    with pytest.raises(AssertionError, match="no unbounded derivative"):
+        witness_unbounded("Sqrt", [np.array([1.0])])
+
+
+def test_a_tie_of_max_is_a_kink_in_either_argument():
+    assert "left 0, right 1" in repr(witness_kink("Max", [np.array([1.0]), np.array([1.0])], input=0))
+
+
+def test_near_samples_both_sides_within_the_band():
+    v = samplers.near([0.0, 1.0], (8,), seed=0)
+    d = np.abs(v - np.array([0.0, 1.0] * 4))
+    assert np.all((d >= 1e-3) & (d < 1e-2))
+    assert (v[[0, 4]] > 0).all() and (v[[2, 6]] < 0).all()
+
+
+DERIVED = ['f = sp.erf(x)', 'df = sp.diff(f, x)', 'rule = g * df',
+           'check_vjp_symbolic("Erf", {"input": [x]}, {"output": [f]}, {"output": [g]}, rule={"input": [rule]})']
+BY_HAND = ['f = sp.erf(x)', 'df = sp.diff(f, x)  # shown, not used by the rule',
+           'rule = g * 2 / sp.sqrt(sp.pi) * sp.exp(-x**2)',
+           'check_vjp_symbolic("Erf", {"input": [x]}, {"output": [f]}, {"output": [g]}, rule={"input": [rule]})']
+
+
+def test_a_rule_derived_by_differentiating_is_detected_through_assignments():
+    assert rule_dependencies(DERIVED)[1] == {"df"}
+    assert rule_dependencies(BY_HAND)[1] == set()
+    via_function = ["def entry(v):\n    return g * v.diff(x)", "rule = [entry(f)]",
+                    'check_vjp_symbolic("Erf", {}, {}, {}, rule={"input": rule})']
+    assert rule_dependencies(via_function)[1] == {"entry"}
