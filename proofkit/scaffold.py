@@ -7,7 +7,7 @@ from pathlib import Path
 import nbformat
 
 from .audit import ROOT, write_all
-from .contract import HEADINGS
+from .contract import HEADINGS, OPTIONAL_HEADINGS
 from .families import family_of
 from .schema import op_info
 
@@ -31,27 +31,37 @@ def notebook(op: str) -> nbformat.NotebookNode:
     cells = [
         md(f"# {op}\n\nOne paragraph: what {op} computes, and the question this chapter settles."),
         code("import numpy as np\nimport sympy as sp\nimport torch\n\n"
-             "from proofkit import (Claim, attributes, check_forward, check_vjp_fd, check_vjp_symbolic,\n"
-             "                      check_vjp_torch, run_onnx, samplers, show, signature)\n\n"
+             "from proofkit import (Claim, Special, attributes, check_conventions, check_forward, check_vjp_fd,\n"
+             "                      check_vjp_ort, check_vjp_symbolic, check_vjp_torch, run_onnx, samplers, show,\n"
+             "                      signature, witness_jump, witness_kink, witness_unbounded)\n\n"
              f"signature({op!r})"),
         code(f"attributes({op!r})"),
         md("The verdict at a glance (bound to the checks in the last section):"),
         code(_claim_source(op)),
         md(f"## {HEADINGS[0]}\n\nThe forward math from the ONNX spec, then a SymPy model on a small symbolic instance."),
         code(TODO.format("a SymPy model, and check_forward against onnx.reference on each attribute variant")),
-        md(f"## {HEADINGS[1]}\n\nThe Jacobian of the instance; name the set where it does not exist."),
-        code(TODO.format("sp.Matrix(outputs).jacobian(inputs)")),
-        md(f"## {HEADINGS[2]}\n\nThe closed form for general shapes and attributes, proved equal to Jᵀḡ."),
+        md(f"## {HEADINGS[1]}\n\nThe Jacobian of the instance; name the set where it does not exist and witness a "
+           "point of it from onnx.reference."),
+        code(TODO.format("sp.Matrix(outputs).jacobian(inputs); witness_kink / witness_jump / witness_unbounded")),
+        md(f"## {HEADINGS[2]}\n\nThe rule as a reader writes it on paper, typed in SymPy (never a derivative of the "
+           "model), for general shapes and attributes; then vjp, and the proof that ties them."),
+        code(TODO.format("rule_general = ... (typed by hand)")),
         code(f"def vjp(inputs, cotangents, **attrs):\n    {names} = inputs\n"
-             f"    {TODO.format('one entry per input: a gradient of its shape, or None')}"),
+             f"    {TODO.format('one entry per input: a gradient of its shape, or None (always None for integers)')}"),
+        code(TODO.format("check_vjp_symbolic(..., pieces=[...], vjp=vjp)")),
         md(f"## {HEADINGS[3]}\n\nSmall numbers a reader can check by hand."),
         code(TODO.format("numeric example 1")),
         md(f"## {HEADINGS[4]}\n\nA second case: broadcasting, another attribute, or a point near a kink."),
         code(TODO.format("numeric example 2")),
-        md(f"## {HEADINGS[5]}\n\nvjp against PyTorch autograd and finite differences of onnx.reference."),
-        code(TODO.format("check_vjp_torch and check_vjp_fd on realistic shapes, every attribute variant")),
+        md(f"## {HEADINGS[5]}\n\nvjp against PyTorch autograd, finite differences of onnx.reference and ONNX "
+           "Runtime's executed gradient, far from and next to every kink, pole and edge (samplers.near)."),
+        code(TODO.format("check_vjp_torch, check_vjp_fd and check_vjp_ort on realistic shapes, every attribute variant")),
+        md(f"## {OPTIONAL_HEADINGS[0]}\n\nThe special points, with the value vjp must return at each (delete this "
+           "section if the operator has none)."),
+        code(TODO.format(f"SPECIAL = [Special(label, inputs, expect=...), ...]; "
+                         f"check_conventions({op!r}, vjp, SPECIAL, twin=twin)")),
         md(f"## {HEADINGS[6]}"),
-        code("CLAIM.verdict()"),
+        code("CLAIM.verdict(vjp)"),
     ]
     nb = nbformat.v4.new_notebook(cells=cells)
     nb.metadata["kernelspec"] = {"name": "python3", "display_name": "Python 3", "language": "python"}

@@ -10,7 +10,7 @@ import yaml
 from proofkit import op_info
 from proofkit.__main__ import main
 from proofkit.audit import ROOT, generated_files, render_audit
-from proofkit.contract import HEADINGS
+from proofkit.contract import HEADINGS, OPTIONAL_HEADINGS
 from proofkit.runner import run_notebook
 from proofkit.scaffold import new_chapter
 from chapters import headings, load
@@ -34,9 +34,12 @@ def test_new_scaffolds_a_chapter_and_registers_it(tmp_path):
     (tmp_path / "proofs").mkdir()
     path = new_chapter("LeakyRelu", root=tmp_path)
     nb = load(path)
-    assert headings(nb, 1) == ["LeakyRelu"] and headings(nb, 2) == list(HEADINGS)
+    assert headings(nb, 1) == ["LeakyRelu"]
+    assert headings(nb, 2) == list(HEADINGS[:-1]) + list(OPTIONAL_HEADINGS) + [HEADINGS[-1]]
     cells = "".join("".join(c["source"]) for c in nb["cells"])
     assert "signature('LeakyRelu')" in cells and "'X': ('differentiable'" in cells
+    for v2 in ("vjp=vjp", "check_vjp_ort", "check_conventions('LeakyRelu', vjp, SPECIAL", "CLAIM.verdict(vjp)"):
+        assert v2 in cells, v2
     toc = yaml.safe_load((tmp_path / "_toc.yml").read_text())
     part = next(p for p in toc["parts"] if p["caption"] == "Activations")
     assert {"file": "proofs/LeakyRelu"} in part["chapters"][0]["sections"]
