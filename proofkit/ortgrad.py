@@ -25,11 +25,21 @@ OPSET, IR_VERSION = 21, 10
 
 
 class NoGradientBuilder(Exception):
-    """ONNX Runtime has no gradient builder for the operator; the message is ONNX Runtime's own."""
+    """ONNX Runtime has no gradient builder for the operator, or could not build the gradient graph; the message
+    quotes ONNX Runtime's own."""
+
+
+def _reason(text: str) -> str:
+    """ONNX Runtime's error without its source paths and C++ signatures: the part a reader needs."""
+    text = text.split("[ONNXRuntimeError] :")[-1]
+    text = re.sub(r"^\s*\d+\s*:\s*\w+\s*:\s*", "", text)
+    text = re.sub(r"/onnxruntime_src/\S+:\d+\s+", "", text)
+    text = re.sub(r"\S+\([^()]*(\([^()]*\)[^()]*)*\)\s*", "", text, count=1) if "onnxruntime::" in text else text
+    return " ".join(text.split())[:300]
 
 
 @contextlib.contextmanager
-def _quiet_stderr():
+def quiet_stderr():
     """ONNX Runtime's C++ logger writes to file descriptor 2, which a notebook would store; silence it."""
     fd = os.dup(2)
     try:
@@ -51,7 +61,7 @@ def ort_gradient(op, inputs, cotangents, attrs=None) -> list:
     float64), or None where ONNX Runtime's graph has no gradient for that input (or the input is not float).
 
     Float inputs are fed as float32; integer and bool inputs as they are; omitted optional inputs stay omitted.
-    Raises NoGradientBuilder when ONNX Runtime has no gradient builder for the operator.
+    Raises NoGradientBuilder when ONNX Runtime has no gradient builder for the operator, or fails to build the graph.
     """
     import onnx
     import onnxruntime as ort
@@ -91,7 +101,7 @@ def ort_gradient(op, inputs, cotangents, attrs=None) -> list:
     while True:
         builder = GradientGraphBuilder(model.SerializeToString(), {"loss"}, set(wanted), "loss")
         try:
-            with _quiet_stderr():
+            with quiet_stderr():
                 builder.build()
             break
         except RuntimeError as e:
@@ -102,12 +112,13 @@ def ort_gradient(op, inputs, cotangents, attrs=None) -> list:
                                         f"{found.group(1) if found else op}") from None
             missing = re.search(r"failed to find NodeArg by name: (\w+)_grad", text)
             if not missing or missing.group(1) not in wanted:
-                raise
+                raise NoGradientBuilder(f"ONNX Runtime {ort_version()} could not build the gradient graph of {op}: "
+                                        f"{_reason(text)}") from None
             wanted.discard(missing.group(1))  # the builder gives no gradient for this input: ask for the others
     grad_model = onnx.load_from_string(builder.get_model())
     options = ort.SessionOptions()
     options.log_severity_level = 3
-    with _quiet_stderr():
+    with quiet_stderr():
         sess = ort.InferenceSession(grad_model.SerializeToString(), options, providers=["CPUExecutionProvider"])
         wanted_feeds = {i.name for i in sess.get_inputs()}
         result = dict(zip([o.name for o in sess.get_outputs()],
