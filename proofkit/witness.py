@@ -39,6 +39,12 @@ def _probe(op, inputs, attrs, input, index, cotangents):
     return info, s, where
 
 
+def _witnessed(op, info, input, kind, where, summary) -> CheckResult:
+    name = info.input_name(input)
+    record(op, name, kind, detail=where)
+    return CheckResult(kind, op, [name], summary=summary)
+
+
 def witness_kink(op, inputs, *, input=0, index=0, attrs=None, cotangents=None, steps=(1e-4, 1e-6)) -> CheckResult:
     """The one-sided derivatives at the point exist (the quotients settle as the step shrinks) and differ."""
     info, s, where = _probe(op, inputs, attrs, input, index, cotangents)
@@ -52,9 +58,7 @@ def witness_kink(op, inputs, *, input=0, index=0, attrs=None, cotangents=None, s
     if not abs(right[-1] - left[-1]) > 1e-2 * max(1.0, abs(right[-1]), abs(left[-1])):
         raise AssertionError(f"{op}: no kink at {where}: the one-sided derivatives agree "
                              f"(left {left[-1]:.6g}, right {right[-1]:.6g})")
-    name = info.input_name(input)
-    record(op, name, "kink", detail=where)
-    return CheckResult("kink", op, [name], summary=(
+    return _witnessed(op, info, input, "kink", where, (
         f"kink witness for {op}: at {where} the one-sided derivatives differ: left {left[-1]:.4g}, right "
         f"{right[-1]:.4g} (difference quotients at steps {', '.join(f'{h:g}' for h in steps)})"))
 
@@ -67,9 +71,7 @@ def witness_jump(op, inputs, *, input=0, index=0, attrs=None, cotangents=None,
     if not (all(abs(v) >= 1e-3 for v in d) and abs(d[-1]) >= 0.5 * abs(d[0])):
         raise AssertionError(f"{op}: no jump at {where}: f(x+h) − f(x−h) = "
                              f"{', '.join(f'{v:.6g}' for v in d)} for h = {', '.join(f'{h:g}' for h in steps)}")
-    name = info.input_name(input)
-    record(op, name, "jump", detail=where)
-    return CheckResult("jump", op, [name], summary=(
+    return _witnessed(op, info, input, "jump", where, (
         f"jump witness for {op}: at {where}, f(x+h) − f(x−h) = {d[-1]:.4g} for h = {steps[-1]:g} "
         f"(and {d[0]:.4g} for h = {steps[0]:g}): the output jumps, so no derivative exists there"))
 
@@ -88,8 +90,6 @@ def witness_unbounded(op, inputs, *, input=0, index=0, attrs=None, cotangents=No
             raise AssertionError(f"{op}: no unbounded derivative at {where} from the {sd}: |quotients| = "
                                  f"{', '.join(f'{v:.6g}' for v in q)}")
         shown.append(f"{sd}: {', '.join(f'{v:.3g}' for v in q)}")
-    name = info.input_name(input)
-    record(op, name, "unbounded", detail=where)
-    return CheckResult("unbounded", op, [name], summary=(
+    return _witnessed(op, info, input, "unbounded", where, (
         f"unbounded-derivative witness for {op}: at {where}, |difference quotients| at steps "
         f"{', '.join(f'{h:g}' for h in steps)} grow without bound ({'; '.join(shown)})"))
