@@ -186,7 +186,8 @@ class Claim:
             f = self.info.inputs[min(i, len(self.info.inputs) - 1)]
             ints = [t for t in ("tensor(int64)", "tensor(int32)") if t in f.types]
             if x is not None and np.issubdtype(np.asarray(x).dtype, np.floating) and ints:
-                cast.append(np.round(np.asarray(x) * 3).astype(ints[0][7:-1]))
+                # non-negative integers: valid for every integer variant (Pow has no negative integer exponents)
+                cast.append(np.abs(np.round(np.asarray(x) * 3)).astype(ints[0][7:-1]))
                 changed = True
             else:
                 cast.append(x)
