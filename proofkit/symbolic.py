@@ -118,7 +118,7 @@ def check_vjp_symbolic(op, inputs: dict, outputs: dict, cotangents: dict, rule: 
         for e in ([] if arr is None else _flat(arr)):
             if isinstance(e, sp.Basic):
                 symbols |= e.free_symbols
-    n_points = 0
+    n_points, any_positive = 0, False
     for piece in pieces:
         free = set(symbols)
         for s, v in piece.items():
@@ -128,6 +128,7 @@ def check_vjp_symbolic(op, inputs: dict, outputs: dict, cotangents: dict, rule: 
         free -= set(piece)
         for k in range(samples):
             base = {s: sp.sympify(_sample(s, k, rng)) for s in sorted(free, key=str)}
+            any_positive |= any(s.is_positive or s.is_nonnegative for s in free)
             values = {s: sp.sympify(v).xreplace(base) for s, v in piece.items()}
             values.update(base)
             xs = [_numeric(a, values) for a in call]
@@ -156,6 +157,7 @@ def check_vjp_symbolic(op, inputs: dict, outputs: dict, cotangents: dict, rule: 
         record(op, name, "rule", vjp)
     where = (f" on each of {len(pieces)} open pieces of the domain" if len(pieces) > 1
              else " on the given piece of the domain" if pieces[0] else "")
+    near = f", positive magnitudes from {NEAR[0]:g}" if any_positive else ""
     return CheckResult("symbolic", op, checked,
                        f"the rule equals Jᵀḡ on the SymPy instance{where}, and vjp equals the rule at {n_points} "
-                       f"sampled points ({samples} per piece, positive magnitudes from {NEAR[0]:g})")
+                       f"sampled points ({samples} per piece{near})")

@@ -54,7 +54,8 @@ def _teeth_at(point):
             for i, x in enumerate(inputs):
                 if x is not None and _np.issubdtype(_np.asarray(x).dtype, _np.floating):
                     g = out[i]
-                    out[i] = (_np.zeros(_np.shape(x)) if g is None else _np.asarray(g, float)) + 0.25
+                    g = _np.zeros(_np.shape(x)) if g is None else _np.asarray(g, float)
+                    out[i] = _np.where(_np.isfinite(g), g + 0.25, 0.25)  # an infinity or NaN becomes 0.25
                     break
         return out
     return mutant
