@@ -1,11 +1,39 @@
-"""Records how long each chapter takes under the test run, for the book's status page (proofkit.status)."""
+"""The chapters' teeth, in their own nbval kernels, and how long each chapter takes under the test run (for the book's
+status page, proofkit.status)."""
 
+import importlib.util
 import json
 import os
 from collections import defaultdict
 from pathlib import Path
 
+import nbformat
+import nbval.plugin as nbval_plugin
+
 from proofkit.status import TIMES_FILE
+
+_teeth_spec = importlib.util.spec_from_file_location("teeth", Path(__file__).parent / "tests" / "teeth.py")
+teeth = importlib.util.module_from_spec(_teeth_spec)
+_teeth_spec.loader.exec_module(teeth)
+
+
+def _with_teeth(collect):
+    """After a chapter's cells, one more item in the same kernel: the mutants of tests/teeth.py."""
+
+    def collect_with_teeth(self):
+        items = list(collect(self))
+        yield from items
+        path = Path(str(self.fspath))
+        if path.parent.name == "proofs" and path.suffix == ".ipynb":
+            options = defaultdict(bool, check=False)  # its output is not compared; a surviving mutant raises
+            cell = nbformat.v4.new_code_cell(teeth.teeth_code(path))
+            yield nbval_plugin.IPyNbCell.from_parent(self, name="teeth", cell_num=len(items), cell=cell,
+                                                     options=options)
+
+    return collect_with_teeth
+
+
+nbval_plugin.IPyNbFile.collect = _with_teeth(nbval_plugin.IPyNbFile.collect)
 
 _times: dict[str, float] = defaultdict(float)
 
