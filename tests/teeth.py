@@ -8,7 +8,7 @@ to each chapter under proofs/), so a chapter is executed once for nbval and its 
   (differentiable <-> differentiable almost everywhere, zero almost everywhere <-> non-differentiable), then bound;
 - a swap mutant: the verdict bound to a function that behaves like vjp but is not the one the checks ran on;
 - special-point mutants: for each row of the chapter's SPECIAL table, vjp changed only at that point (a finite value
-  moved by 0.25, an infinity or NaN replaced by 0.25, None replaced by 0.25), then the chapter's check_conventions
+  moved by 0.25 plus a millionth of itself, an infinity or NaN replaced by 0.25, None replaced by 0.25), then the chapter's check_conventions
   cells re-run;
 - a wrong-rule mutant: every gradient scaled by 1.001 (a zero gradient where the chapter says None), the evidence
   cleared, and every cell from the definition of vjp on re-run.
@@ -79,7 +79,7 @@ def _proofkit_teeth(cells, vjp_cell, conv_cells, out_path, swap):
                 for i, x in enumerate(inputs):
                     if x is not None and _np.issubdtype(_np.asarray(x).dtype, _np.floating):
                         g = _np.zeros(_np.shape(x)) if out[i] is None else _np.asarray(out[i], float)
-                        out[i] = _np.where(_np.isfinite(g), g + 0.25, 0.25)
+                        out[i] = _np.where(_np.isfinite(g), g + 0.25 + 1e-6 * _np.abs(g), 0.25)
                         break
             return out
         return mutant
