@@ -120,7 +120,7 @@ def test_a_null_set_has_its_special_points_asserted(path):
         pytest.skip("no null set")
     code = "\n".join(_code(path))
     assert re.search(r"^SPECIAL\s*=", code, re.M), "the table of special points is assigned to SPECIAL"
-    assert re.search(r"check_conventions\(\s*\"\w+\",\s*vjp,\s*SPECIAL", code), \
+    assert re.search(r"check_conventions\(\s*[\"']\w+[\"'],\s*vjp,\s*SPECIAL", code), \
         "check_conventions(op, vjp, SPECIAL, ...) asserts vjp there and compares PyTorch and ONNX Runtime"
     assert re.search(r"witness_(kink|jump|unbounded)\(", code), "a witness names a point of the null set"
 
