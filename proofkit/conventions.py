@@ -55,7 +55,11 @@ def _fmt(v) -> str:
     a = np.asarray(v, np.float64)
     with np.errstate(all="ignore"):
         r = np.where(np.isfinite(a), np.round(a, 6), a) + 0.0
-    return str(r.item()) if r.size == 1 else np.array2string(r, separator=", ")
+    if r.size == 1:
+        return str(r.item())
+    if r.ndim > 1:  # one line per table row: nested lists, not numpy's multi-line layout
+        return str(r.tolist()).replace(" ", "")
+    return np.array2string(r, separator=", ")
 
 
 def _torch_grads(twin, inputs, cot, full):
