@@ -100,7 +100,12 @@ def ort_gradient(op, inputs, cotangents, attrs=None) -> list:
     wanted = {n for n, x in zip(names, inputs) if x is not None and _is_float(x)}
     first_error = None
     while True:
-        builder = GradientGraphBuilder(model.SerializeToString(), {"loss"}, set(wanted), "loss")
+        try:
+            with quiet_stderr():
+                builder = GradientGraphBuilder(model.SerializeToString(), {"loss"}, set(wanted), "loss")
+        except RuntimeError as e:  # the model does not load: e.g. the operator is newer than opset 21 (Swish)
+            raise NoGradientBuilder(f"ONNX Runtime {ort_version()} could not load the node at opset {OPSET}: "
+                                    f"{_reason(str(e))}") from None
         try:
             with quiet_stderr():
                 builder.build()
