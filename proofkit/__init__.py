@@ -7,7 +7,7 @@ from .conventions import Special, check_conventions
 from .display import Table, attributes, show, signature
 from .evidence import recorded
 from .onnxrun import run_onnx
-from .ortgrad import check_vjp_ort, ort_gradient
+from .ortgrad import OrtRunError, check_vjp_ort, ort_forward, ort_gradient
 from .plot import plot_elementwise
 from .schema import OpInfo, UnknownOperatorError, list_ops, op_info
 from .symbolic import check_vjp_symbolic
@@ -18,6 +18,6 @@ __all__ = [
     "CheckResult", "Claim", "OpInfo", "Special", "Table", "UnknownOperatorError", "VOCABULARY", "Verdict",
     "VerdictError", "attributes", "check_conventions", "check_forward", "check_vjp_fd", "check_vjp_ort",
     "check_vjp_symbolic", "check_vjp_torch", "check_zero_almost_everywhere", "list_ops", "recorded", "op_info",
-    "ort_gradient", "plot_elementwise", "run_onnx", "samplers", "show", "signature", "sum_to_shape",
+    "OrtRunError", "ort_forward", "ort_gradient", "plot_elementwise", "run_onnx", "samplers", "show", "signature", "sum_to_shape",
     "witness_jump", "witness_kink", "witness_unbounded",
 ]

@@ -210,3 +210,39 @@ def check_vjp_ort(op, vjp, inputs, attrs=None, *, seed=0, rtol=1e-4, atol=1e-5,
     if not checked:
         return CheckResult("ONNX Runtime", op, [], summary=f"ONNX Runtime check of {op}: no input agrees; {detail}")
     return CheckResult("ONNX Runtime", op, checked, detail)
+
+
+class OrtRunError(Exception):
+    """ONNX Runtime failed to load or run a node; the message is ONNX Runtime's status message."""
+
+
+def ort_forward(op, inputs, attrs=None, *, n_outputs: int | None = None) -> list[np.ndarray]:
+    """ONNX Runtime's own forward of one node (CPU, opset 21, float inputs fed as float32), for chapters that compare
+    the runtime's forward with onnx.reference. Omitted optional inputs stay omitted. Raises OrtRunError with ONNX
+    Runtime's message when the node does not load or does not run."""
+    import onnxruntime as ort
+    from onnx import helper
+
+    info = op_info(op)
+    inputs = list(inputs)
+    while inputs and inputs[-1] is None:
+        inputs.pop()
+    names = [f"x{i}" if x is not None else "" for i, x in enumerate(inputs)]
+    feeds = {n: (np.asarray(x, np.float32) if _is_float(x) else np.asarray(x))
+             for n, x in zip(names, inputs) if x is not None}
+    if n_outputs is None:
+        n_outputs = len(info.outputs) if not (info.outputs and info.outputs[-1].variadic) else 1
+    outs = [f"y{k}" for k in range(n_outputs)]
+    graph = helper.make_graph(
+        [helper.make_node(op, names, outs, **(attrs or {}))], op,
+        [helper.make_tensor_value_info(n, helper.np_dtype_to_tensor_dtype(v.dtype), v.shape) for n, v in feeds.items()],
+        [helper.make_empty_tensor_value_info(o) for o in outs])
+    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", OPSET)], ir_version=IR_VERSION)
+    options = ort.SessionOptions()
+    options.log_severity_level = 4
+    try:
+        with quiet_stderr():
+            session = ort.InferenceSession(model.SerializeToString(), options, providers=["CPUExecutionProvider"])
+            return [np.asarray(y) for y in session.run(None, feeds)]
+    except Exception as e:  # noqa: BLE001 - ONNX Runtime's own failure is the result
+        raise OrtRunError(_reason(str(e).split("Status Message: ")[-1])) from None

@@ -280,3 +280,11 @@ def test_the_evidence_store_is_read_only_from_the_public_api():
     assert isinstance(view, tuple) and view
     with pytest.raises(Exception):
         view[0].kind = "rule"  # frozen records
+
+
+def test_onnx_runtime_forward_runs_a_node_and_reports_its_own_failure():
+    from proofkit import OrtRunError, ort_forward
+    y = ort_forward("ReduceL1", [np.array([[1.5, -2.0], [0.5, -0.25]]), np.array([1])], {"keepdims": 0})[0]
+    assert y.dtype == np.float32 and np.array_equal(y, np.array([3.5, 0.75], np.float32))
+    with pytest.raises(OrtRunError):
+        ort_forward("Swish", [np.array([1.0])])  # newer than opset 21
