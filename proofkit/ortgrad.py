@@ -129,11 +129,15 @@ def ort_gradient(op, inputs, cotangents, attrs=None) -> list:
     grad_model = onnx.load_from_string(builder.get_model())
     options = ort.SessionOptions()
     options.log_severity_level = 3
-    with quiet_stderr():
-        sess = ort.InferenceSession(grad_model.SerializeToString(), options, providers=["CPUExecutionProvider"])
-        wanted_feeds = {i.name for i in sess.get_inputs()}
-        result = dict(zip([o.name for o in sess.get_outputs()],
-                          sess.run(None, {k: v for k, v in feeds.items() if k in wanted_feeds})))
+    try:
+        with quiet_stderr():
+            sess = ort.InferenceSession(grad_model.SerializeToString(), options, providers=["CPUExecutionProvider"])
+            wanted_feeds = {i.name for i in sess.get_inputs()}
+            result = dict(zip([o.name for o in sess.get_outputs()],
+                              sess.run(None, {k: v for k, v in feeds.items() if k in wanted_feeds})))
+    except Exception as e:  # noqa: BLE001 - the graph was built but does not run: ONNX Runtime's own failure
+        raise NoGradientBuilder(f"ONNX Runtime {ort_version()} built the gradient graph of {op} but could not run "
+                                f"it: {_reason(str(e).split('Status Message: ')[-1])}") from None
     return [np.asarray(result[f"{n}_grad"], np.float64) if n in wanted and f"{n}_grad" in result else None
             for n in names]
 
