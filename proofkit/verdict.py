@@ -165,9 +165,10 @@ class Claim:
                 if "zero" not in facts:
                     raise VerdictError(f"{op}: output {f.name} is called zero almost everywhere without the "
                                        "zero-derivative check")
-            elif "discrete-type" not in facts:
+            elif "discrete-type" not in facts and not all(called[i.name] == "non-differentiable"
+                                                          for i in self.info.inputs):
                 raise VerdictError(f"{op}: output {f.name} is called non-differentiable, but no check saw it take a "
-                                   "discrete type")
+                                   "discrete type, and it depends on an input that is not non-differentiable")
         self._check_integer_inputs(vjp)
 
     def _witness_at(self, name) -> str:

@@ -288,3 +288,23 @@ def test_onnx_runtime_forward_runs_a_node_and_reports_its_own_failure():
     assert y.dtype == np.float32 and np.array_equal(y, np.array([3.5, 0.75], np.float32))
     with pytest.raises(OrtRunError):
         ort_forward("Swish", [np.array([1.0])])  # newer than opset 21
+
+
+def test_an_output_of_only_non_differentiable_inputs_may_be_called_non_differentiable():
+    def vjp(inputs, cotangents, **attrs):
+        return [None]
+
+    check_vjp_fd("ConstantOfShape", vjp, [np.array([2, 3])])
+    Claim("ConstantOfShape", {"input": ("non-differentiable", "a shape"),
+                              "output": ("non-differentiable", "a function of a shape only")}).verdict(vjp)
+
+
+def test_an_operator_without_inputs_binds_its_output():
+    import onnx
+
+    def vjp(inputs, cotangents, **attrs):
+        return []
+
+    value = onnx.numpy_helper.from_array(np.array([1.5, 2.0]))
+    check_vjp_fd("Constant", vjp, [], {"value": value})
+    Claim("Constant", {"output": ("non-differentiable", "no input to differentiate with respect to")}).verdict(vjp)
