@@ -34,7 +34,8 @@ def _reason(text: str) -> str:
     text = text.split("[ONNXRuntimeError] :")[-1]
     text = re.sub(r"^\s*\d+\s*:\s*\w+\s*:\s*", "", text)
     text = re.sub(r"/onnxruntime_src/\S+:\d+\s+", "", text)
-    text = re.sub(r"\S+\([^()]*(\([^()]*\)[^()]*)*\)\s*", "", text, count=1) if "onnxruntime::" in text else text
+    if "onnxruntime::" in text:  # a C++ signature, return type included: not for readers
+        text = re.sub(r"(?:\b[\w:<>*&]+\s+)?\S*onnxruntime::\S*?\([^()]*(\([^()]*\)[^()]*)*\)\s*", "", text, count=1)
     return " ".join(text.split())[:300]
 
 
@@ -249,4 +250,5 @@ def ort_forward(op, inputs, attrs=None, *, n_outputs: int | None = None) -> list
             session = ort.InferenceSession(model.SerializeToString(), options, providers=["CPUExecutionProvider"])
             return [np.asarray(y) for y in session.run(None, feeds)]
     except Exception as e:  # noqa: BLE001 - ONNX Runtime's own failure is the result
-        raise OrtRunError(_reason(str(e).split("Status Message: ")[-1])) from None
+        head, _, status = str(e).partition("Status Message: ")
+        raise OrtRunError(_reason(status if status.strip() else re.sub(r"\s*Name:'[^']*'\s*$", "", head))) from None
