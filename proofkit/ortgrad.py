@@ -92,10 +92,11 @@ def ort_gradient(op, inputs, cotangents, attrs=None) -> list:
         terms.append(f"s{k}")
     if not terms:
         return [None] * len(list(inputs))
-    if len(terms) > 1:
-        nodes.append(helper.make_node("Sum", terms, ["loss"]))
-    else:
-        nodes.append(helper.make_node("Identity", terms, ["loss"]))
+    total = terms[0]  # a chain of Add: ONNX Runtime 1.19 has no gradient builder for Sum
+    for k, t in enumerate(terms[1:]):
+        nodes.append(helper.make_node("Add", [total, t], [f"acc{k}"]))
+        total = f"acc{k}"
+    nodes.append(helper.make_node("Identity", [total], ["loss"]))
     graph = helper.make_graph(nodes, op, value_info, [helper.make_tensor_value_info("loss", TensorProto.FLOAT, [])])
     model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", OPSET)], ir_version=IR_VERSION)
     wanted = {n for n, x in zip(names, inputs) if x is not None and _is_float(x)}
