@@ -8,6 +8,8 @@ Kinds of record, for an input or output name:
 
 - "forward": the model matched onnx.reference on this output.
 - "fd", "torch", "ort": vjp matched finite differences of onnx.reference, PyTorch autograd, ONNX Runtime's gradient.
+- "called" (under the empty name, not a formal one): the finite-difference check ran on this vjp for the operator,
+  even one without inputs, so that the verdict can tell the checked vjp from another.
 - "ort-none": ONNX Runtime's gradient graph has no gradient for this input (or no builder for the op).
 - "rule": a hand-written rule was proved equal to Jᵀḡ and vjp was tied to it at sampled points of every piece.
 - "none": vjp returned None for a float input.
