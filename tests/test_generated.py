@@ -72,3 +72,18 @@ def test_run_executes_in_place_top_to_bottom(tmp_path):
 def test_cli_reports_unknown_operators(capsys):
     with pytest.raises(ValueError, match="Did you mean Softmax"):
         main(["new", "SoftMax"])
+
+
+def test_the_disagreements_page_quotes_each_argument_and_lists_proposals():
+    from proofkit.audit import render_disagreements
+    verdicts = {"Mod": {"op": "Mod", "rows": [
+        {"role": "input", "name": "B", "tag": "NonDifferentiable", "verdict": "differentiable almost everywhere",
+         "agreement": "disagrees", "reason": "r", "argument": "the divisor is an input <like any other>"}]},
+        "Range": {"op": "Range", "rows": [
+            {"role": "input", "name": "limit", "tag": "Unknown", "verdict": "zero almost everywhere",
+             "agreement": "proposed", "reason": "moves | the length only", "argument": ""}]}}
+    text = render_disagreements(verdicts)
+    assert "1 contradicts ONNX's tag and 1 has no tag" in text
+    assert "<blockquote>the divisor is an input &lt;like any other&gt;</blockquote>" in text
+    assert 'href="../proofs/Mod.html#verdict-mod-b"' in text
+    assert "| zero almost everywhere | NonDifferentiable | moves &#124; the length only |" in text
