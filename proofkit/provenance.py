@@ -14,7 +14,14 @@ DIFFERENTIATION = {"diff", "jacobian", "Derivative", "derivative", "gradient", "
 
 
 def _names(node) -> set[str]:
-    return {n.id for n in ast.walk(node) if isinstance(n, ast.Name)}
+    """Names a node reads, without those bound inside it by a lambda or a comprehension (they are local there)."""
+    local = set()
+    for n in ast.walk(node):
+        if isinstance(n, ast.Lambda):
+            local |= {a.arg for a in n.args.args + n.args.kwonlyargs}
+        elif isinstance(n, ast.comprehension):
+            local |= set(_targets(n.target))
+    return {n.id for n in ast.walk(node) if isinstance(n, ast.Name)} - local
 
 
 def _differentiates(node) -> bool:
@@ -65,7 +72,7 @@ def rule_dependencies(sources: list[str]) -> tuple[set[str], set[str]]:
                     add(name, node.value)
             elif isinstance(node, (ast.FunctionDef, ast.Lambda)) and isinstance(node, ast.FunctionDef):
                 add(node.name, node)
-            elif isinstance(node, (ast.For, ast.comprehension)):
+            elif isinstance(node, ast.For):  # a comprehension's variables are local to it: not tracked
                 for name in _targets(node.target):
                     add(name, node.iter)
             elif isinstance(node, ast.Call):

@@ -51,3 +51,11 @@ def test_a_rule_derived_by_differentiating_is_detected_through_assignments():
     via_function = ["def entry(v):\n    return g * v.diff(x)", "rule = [entry(f)]",
                     'check_vjp_symbolic("Erf", {}, {}, {}, rule={"input": rule})']
     assert rule_dependencies(via_function)[1] == {"entry"}
+
+
+def test_a_lambda_or_comprehension_variable_is_not_confused_with_a_loop_variable_elsewhere():
+    cells = ["J = Y.jacobian(X)", "for r in range(J.rows):\n    print(J[r, :])",
+             "rule = sp.Matrix(2, 2, lambda r, c: g[r, c] * sp.Heaviside(x[r, c], 0))",
+             "ones = [J[k, k] for k in range(2)]",
+             'check_vjp_symbolic("Relu", {}, {}, {}, rule={"X": rule})']
+    assert rule_dependencies(cells)[1] == set()
