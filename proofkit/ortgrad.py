@@ -52,6 +52,18 @@ def quiet_stderr():
         os.close(fd)
 
 
+def _feeds(inputs):
+    """Inputs without trailing omitted ones, their node input names ("" for an omitted one), and ONNX Runtime's feeds
+    (float inputs as float32, others as they are)."""
+    inputs = list(inputs)
+    while inputs and inputs[-1] is None:
+        inputs.pop()
+    names = [f"x{i}" if x is not None else "" for i, x in enumerate(inputs)]
+    feeds = {n: (np.asarray(x, np.float32) if _is_float(x) else np.asarray(x))
+             for n, x in zip(names, inputs) if x is not None}
+    return inputs, names, feeds
+
+
 def ort_version() -> str:
     import onnxruntime
     return onnxruntime.__version__
@@ -70,12 +82,7 @@ def ort_gradient(op, inputs, cotangents, attrs=None) -> list:
     from onnxruntime.capi._pybind_state import GradientGraphBuilder
 
     ort.set_default_logger_severity(3)
-    inputs = list(inputs)
-    while inputs and inputs[-1] is None:
-        inputs.pop()
-    names = [f"x{i}" if x is not None else "" for i, x in enumerate(inputs)]
-    feeds = {n: (np.asarray(x, np.float32) if _is_float(x) else np.asarray(x))
-             for n, x in zip(names, inputs) if x is not None}
+    inputs, names, feeds = _feeds(inputs)
     outs = run_onnx(op, inputs, attrs)
     out_names = [f"y{k}" for k in range(len(outs))]
     nodes = [helper.make_node(op, names, out_names, **(attrs or {}))]
@@ -230,12 +237,7 @@ def ort_forward(op, inputs, attrs=None, *, n_outputs: int | None = None) -> list
     from onnx import helper
 
     info = op_info(op)
-    inputs = list(inputs)
-    while inputs and inputs[-1] is None:
-        inputs.pop()
-    names = [f"x{i}" if x is not None else "" for i, x in enumerate(inputs)]
-    feeds = {n: (np.asarray(x, np.float32) if _is_float(x) else np.asarray(x))
-             for n, x in zip(names, inputs) if x is not None}
+    inputs, names, feeds = _feeds(inputs)
     if n_outputs is None:
         n_outputs = len(info.outputs) if not (info.outputs and info.outputs[-1].variadic) else 1
     outs = [f"y{k}" for k in range(n_outputs)]
