@@ -239,6 +239,30 @@ def check_vjp_fd(op, vjp, inputs, attrs=None, *, seed=0, n_dirs=2, eps=1e-6, rto
                        none)
 
 
+def torch_leaves(inputs) -> list:
+    """Torch tensors for the op's inputs (None stays None), the float ones requiring a gradient."""
+    import torch
+    tens = [None if x is None else torch.tensor(np.asarray(x)) for x in inputs]
+    for t in tens:
+        if t is not None and t.is_floating_point():
+            t.requires_grad_(True)
+    return tens
+
+
+def torch_gradients(tens, outputs, cotangents) -> list:
+    """PyTorch autograd of Σ output·cotangent for each tensor of `torch_leaves`: an array (zeros for a float input the
+    outputs do not use), or None for a non-float or omitted input, and for every input when no float output carries
+    a cotangent."""
+    import torch
+    leaves = [t for t in tens if t is not None and t.requires_grad]
+    pairs = [(o, torch.tensor(np.asarray(g))) for o, g in zip(outputs, cotangents) if g is not None and o.requires_grad]
+    if not (leaves and pairs):
+        return [None] * len(tens)
+    got = torch.autograd.grad([p[0] for p in pairs], leaves, [p[1] for p in pairs], allow_unused=True)
+    res = {id(t): (np.zeros(tuple(t.shape)) if r is None else r.detach().numpy()) for t, r in zip(leaves, got)}
+    return [None if t is None else res.get(id(t)) for t in tens]
+
+
 def check_vjp_torch(op, vjp, twin, inputs, attrs=None, *, seed=0, rtol=1e-10, atol=1e-12,
                     forward_rtol=None) -> CheckResult:
     """Check 2 (Method 1 of the ONNX guide): `vjp` against PyTorch autograd of `twin`.
@@ -255,30 +279,21 @@ def check_vjp_torch(op, vjp, twin, inputs, attrs=None, *, seed=0, rtol=1e-10, at
     _require_float64(op, inputs)
     full = info.with_defaults(attrs)
     want = run_onnx(op, inputs, attrs)
-    tens = [None if x is None else torch.tensor(np.asarray(x)) for x in inputs]
-    for t in tens:
-        if t is not None and t.is_floating_point():
-            t.requires_grad_(True)
+    tens = torch_leaves(inputs)
     got = _as_list(twin(*tens, **full))
     compare_outputs(op, [g.detach().numpy() for g in got], want, rtol=rtol if forward_rtol is None else forward_rtol,
                     atol=atol, what="the torch twin")
     rng = np.random.default_rng(seed)
     cot = _cotangents(want, rng)
     grads = _call_vjp(op, vjp, inputs, cot, full)
-    leaves = [t for t in tens if t is not None and t.requires_grad]
-    pairs = [(g, torch.tensor(v)) for g, v in zip(got, cot) if v is not None and g.requires_grad]
-    tgrads = {}
-    if leaves and pairs:
-        res = torch.autograd.grad([p[0] for p in pairs], leaves, [p[1] for p in pairs], allow_unused=True)
-        tgrads = {id(t): r for t, r in zip(leaves, res)}
+    tgrads = torch_gradients(tens, got, cot)
     checked, none = [], []
     for i, g in enumerate(grads):
         name, shown = info.input_name(i), _shown_name(info, i)
         if g is None:
             _record_none(op, i, inputs[i], none, vjp)
             continue
-        tg = tgrads.get(id(tens[i]))
-        tg = np.zeros(np.shape(inputs[i])) if tg is None else tg.numpy()
+        tg = np.zeros(np.shape(inputs[i])) if tgrads[i] is None else tgrads[i]
         err = _max_err(g, tg)
         tol = atol + rtol * max(float(np.max(np.abs(tg))) if tg.size else 0.0, 1.0)
         if not err <= tol:
