@@ -15,7 +15,10 @@ def main(argv=None) -> int:
     n.add_argument("--force", action="store_true", help="overwrite an existing chapter")
     r = sub.add_parser("run", help="execute chapters in place in a fresh kernel, top to bottom")
     r.add_argument("notebooks", nargs="+", type=Path)
-    sub.add_parser("audit", help="regenerate book/audit.md, the family pages and _toc.yml")
+    a = sub.add_parser("audit", help="regenerate the generated pages (audit, index, proposed changes, families), "
+                                     "book/data/verdicts.json and _toc.yml")
+    a.add_argument("--json", action="store_true",
+                   help="print the verdicts as JSON (book/data/verdicts.json) to stdout instead of writing files")
     args = p.parse_args(argv)
 
     if args.command == "new":
@@ -39,6 +42,10 @@ def main(argv=None) -> int:
         for path in write_all():
             print(f"updated {path}")
         return 1 if failed else 0
+    elif args.command == "audit" and args.json:
+        from .audit import verdicts_json
+
+        sys.stdout.write(verdicts_json())
     elif args.command == "audit":
         from .audit import write_all
 

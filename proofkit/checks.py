@@ -7,18 +7,23 @@ the verdict binds to that record.
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass, field
 
 import numpy as np
 
 from .evidence import record
+from .report import TABLED, collect
 from .onnxrun import run_onnx
 from .schema import op_info
 
 
 @dataclass
 class CheckResult:
-    """What a check established; prints deterministically (the tolerance, never the machine-dependent error)."""
+    """What a check established; prints deterministically (the tolerance, never the machine-dependent error).
+
+    In a notebook, results a cell does not print are shown together in one table at the end of the cell
+    (proofkit.report); `labelled(...)` names the variant a result belongs to in that table."""
 
     kind: str
     op: str
@@ -26,8 +31,49 @@ class CheckResult:
     detail: str = ""
     none: list[str] = field(default_factory=list)  # inputs for which vjp returned None
     summary: str = ""  # a whole sentence, where the standard one does not fit
+    inputs: str = ""  # the inputs' shapes (and small integer values) as the table shows them
+    attrs: str = ""
+    error: float | None = None  # the largest error seen, against
+    tol: float | None = None  # the tolerance at that error
+    notes: str = ""  # what the table's notes column adds (directions, what ONNX Runtime lacks, ...)
+    label: str = ""
+    shown: bool = field(default=False, repr=False, compare=False)
+
+    def __post_init__(self):
+        collect(self)
+
+    def labelled(self, *parts) -> "CheckResult":
+        """Name the variant this result belongs to (words and values, joined by spaces) in the cell's table."""
+        text = " ".join(str(p) for p in parts)
+        self.label = " ".join(text.split()).rstrip(":->= ").strip()
+        return self
+
+    def table_notes(self) -> str:
+        notes = [self.notes] if self.notes else []
+        if self.none:
+            notes.append(f"vjp returns None for {', '.join(dict.fromkeys(self.none))}")
+        if self.summary and not self.names and not self.notes:
+            text = self.summary.split(": ", 1)[-1]
+            # the table's own columns already say which inputs and attributes
+            cut = [i for i in (text.find(" (the attempt"), text.find(" (inputs ")) if i >= 0]
+            notes.append(text[:min(cut)] if cut else text)
+        return "; ".join(notes)
+
+    def _ipython_display_(self):
+        # a bare result at the end of a cell joins the cell's table instead of printing its sentence
+        if self.kind in TABLED:
+            return
+        from IPython.display import display
+        if hasattr(self, "_repr_mimebundle_"):
+            bundle = self._repr_mimebundle_()
+        else:
+            bundle = {"text/plain": repr(self)}
+            if hasattr(self, "_repr_html_"):
+                bundle["text/html"] = self._repr_html_()
+        display(bundle, raw=True)
 
     def __repr__(self) -> str:
+        self.shown = True
         if self.summary:
             return self.summary
         detail = f": {self.detail}" if self.detail else ""
@@ -36,6 +82,18 @@ class CheckResult:
             return f"{self.kind} check of {self.op}: vjp returns None for {none or 'every input'}{detail}"
         also = f"; vjp returns None for {none}" if none else ""
         return f"{self.kind} check of {self.op} passed for {', '.join(self.names)}{also}{detail}"
+
+
+class _Worst:
+    """The largest error relative to its tolerance over a check's comparisons."""
+
+    def __init__(self):
+        self.err, self.tol, self.ratio = None, None, -1.0
+
+    def add(self, err: float, tol: float) -> None:
+        ratio = err / tol if tol > 0 else (0.0 if err == 0 else math.inf)
+        if ratio > self.ratio:
+            self.err, self.tol, self.ratio = float(err), float(tol), ratio
 
 
 def _is_float(x) -> bool:
@@ -68,8 +126,10 @@ def _max_err(a, b) -> float:
     return float(np.nanmax(np.where(np.isnan(d), np.inf, d)))
 
 
-def compare_outputs(op, got, want, *, rtol, atol, what, check_dtype=True) -> None:
+def compare_outputs(op, got, want, *, rtol, atol, what, check_dtype=True) -> "_Worst":
+    """Outputs equal in shape, dtype and value (integers exactly); returns the largest error against its tolerance."""
     info = op_info(op)
+    worst = _Worst()
     got, want = _as_list(got), _as_list(want)
     if len(got) != len(want):
         raise AssertionError(f"{op}: {what} gives {len(got)} outputs, onnx.reference gives {len(want)}")
@@ -85,6 +145,7 @@ def compare_outputs(op, got, want, *, rtol, atol, what, check_dtype=True) -> Non
                 bad = int(np.sum(np.asarray(g) != np.asarray(w)))
                 raise AssertionError(f"{op}: output {name}: {what} differs from onnx.reference in {bad} of "
                                      f"{w.size} entries (integer and bool outputs must be equal exactly)")
+            worst.add(0.0, 0.0)
             continue
         err = _max_err(g, w)  # NaN against NaN and equal infinities count as equal
         finite = np.abs(w[np.isfinite(w)]) if np.issubdtype(w.dtype, np.number) else np.zeros(0)
@@ -92,6 +153,8 @@ def compare_outputs(op, got, want, *, rtol, atol, what, check_dtype=True) -> Non
         if not err <= tol:
             raise AssertionError(f"{op}: output {name}: {what} differs from onnx.reference by {err:.3e} "
                                  f"(tolerance {tol:.1e})")
+        worst.add(err, tol)
+    return worst
 
 
 def check_forward(op, model, inputs, attrs=None, *, rtol=1e-12, atol=1e-12, check_dtype=True) -> CheckResult:
@@ -103,13 +166,16 @@ def check_forward(op, model, inputs, attrs=None, *, rtol=1e-12, atol=1e-12, chec
     full = info.with_defaults(attrs)
     want = run_onnx(op, inputs, attrs)
     got = model(list(inputs), **full)
-    compare_outputs(op, got, want, rtol=rtol, atol=atol, what="the model", check_dtype=check_dtype)
+    worst = compare_outputs(op, got, want, rtol=rtol, atol=atol, what="the model", check_dtype=check_dtype)
     for k in range(len(want)):
         record(op, info.output_name(k), "forward")
     exact = all(w.dtype.kind in "iub" for w in want)
     return CheckResult("forward", op, [info.output_name(k) for k in range(len(want))],
                        f"inputs {_shapes_text(inputs)}, attributes {_attr_text(attrs)}, "
-                       + ("equal exactly" if exact else f"tolerance {max(rtol, atol):.0e}"))
+                       + ("equal exactly" if exact else f"tolerance {max(rtol, atol):.0e}"),
+                       inputs=_shapes_text(inputs), attrs=_attr_text(attrs), error=0.0 if exact else worst.err,
+                       tol=None if exact else max(rtol, atol), notes="model = onnx.reference"
+                       + (", equal exactly" if exact else ""))
 
 
 def _shown_name(info, i: int) -> str:
@@ -206,7 +272,7 @@ def check_vjp_fd(op, vjp, inputs, attrs=None, *, seed=0, n_dirs=2, eps=1e-6, rto
     outs = run_onnx(op, inputs, attrs)
     cot = _cotangents(outs, rng)
     grads = _call_vjp(op, vjp, inputs, cot, full)
-    checked, none = [], []
+    checked, none, worst = [], [], _Worst()
     for i, g in enumerate(grads):
         name, shown = info.input_name(i), _shown_name(info, i)
         if g is None:
@@ -225,6 +291,7 @@ def check_vjp_fd(op, vjp, inputs, attrs=None, *, seed=0, n_dirs=2, eps=1e-6, rto
                 raise AssertionError(f"{op}: gradient of input {shown} disagrees with finite differences of "
                                      f"onnx.reference: vᵀJu = {fd:.10g}, vjp gives {an:.10g}, "
                                      f"error {err:.3e} > tolerance {tol:.1e}")
+            worst.add(err, tol)
         record(op, name, "fd", vjp, data=(inputs, attrs))
         checked.append(shown)
     record_types(op, inputs, outs)
@@ -236,7 +303,8 @@ def check_vjp_fd(op, vjp, inputs, attrs=None, *, seed=0, n_dirs=2, eps=1e-6, rto
     return CheckResult("finite-difference", op, checked,
                        f"inputs {_shapes_text(inputs)}, attributes {_attr_text(attrs)}, {n_dirs} random directions "
                        f"each, ε={eps:g}" + (f"; no cotangent for the discrete output {discrete}" if discrete else ""),
-                       none)
+                       none, inputs=_shapes_text(inputs), attrs=_attr_text(attrs), error=worst.err, tol=worst.tol,
+                       notes=f"{n_dirs} directions, ε={eps:g}" + (f"; discrete output {discrete}" if discrete else ""))
 
 
 def torch_leaves(inputs) -> list:
@@ -287,7 +355,7 @@ def check_vjp_torch(op, vjp, twin, inputs, attrs=None, *, seed=0, rtol=1e-10, at
     cot = _cotangents(want, rng)
     grads = _call_vjp(op, vjp, inputs, cot, full)
     tgrads = torch_gradients(tens, got, cot)
-    checked, none = [], []
+    checked, none, worst = [], [], _Worst()
     for i, g in enumerate(grads):
         name, shown = info.input_name(i), _shown_name(info, i)
         if g is None:
@@ -299,11 +367,13 @@ def check_vjp_torch(op, vjp, twin, inputs, attrs=None, *, seed=0, rtol=1e-10, at
         if not err <= tol:
             raise AssertionError(f"{op}: gradient of input {shown} differs from PyTorch autograd by {err:.3e} "
                                  f"(tolerance {tol:.1e})")
+        worst.add(err, tol)
         record(op, name, "torch", vjp)
         checked.append(shown)
     record_types(op, inputs, want)
     return CheckResult("PyTorch autograd", op, checked,
-                       f"inputs {_shapes_text(inputs)}, attributes {_attr_text(attrs)}, tolerance {rtol:.0e}", none)
+                       f"inputs {_shapes_text(inputs)}, attributes {_attr_text(attrs)}, tolerance {rtol:.0e}", none,
+                       inputs=_shapes_text(inputs), attrs=_attr_text(attrs), error=worst.err, tol=worst.tol)
 
 
 def check_zero_almost_everywhere(op, inputs, attrs=None, *, names=None, seed=0, n_dirs=3, eps=1e-6) -> CheckResult:
@@ -333,4 +403,5 @@ def check_zero_almost_everywhere(op, inputs, attrs=None, *, names=None, seed=0, 
         record(op, info.output_name(k), "zero")
     return CheckResult("zero-derivative", op, list(names),
                        f"inputs {_shapes_text(inputs)}, attributes {_attr_text(attrs)}, {n_dirs} random directions, "
-                       f"ε=±{eps:g}")
+                       f"ε=±{eps:g}", inputs=_shapes_text(inputs), attrs=_attr_text(attrs), error=0.0,
+                       notes=f"outputs unchanged exactly, {n_dirs} directions, ε=±{eps:g}")

@@ -144,10 +144,21 @@ def check_conventions(op, vjp, points: list[Special], *, twin=None, attrs=None, 
     return ConventionResult(op, table, notes)
 
 
+CONVENTIONS_MIME = "application/vnd.proofkit.conventions+json"
+
+
 class ConventionResult(CheckResult):
+    """The asserted table; its points are also stored as data (CONVENTIONS_MIME) for the published verdicts."""
+
     def __init__(self, op, table, notes):
         super().__init__("conventions", op, [], summary="")
         self.table, self.notes = table, notes
+
+    def as_json(self) -> dict:
+        return {"op": self.op, "points": [{"at": r[0], "input": r[1], "vjp": r[2]} for r in self.table.rows]}
+
+    def _repr_mimebundle_(self, include=None, exclude=None):
+        return {"text/plain": repr(self), "text/html": self._repr_html_(), CONVENTIONS_MIME: self.as_json()}
 
     def __repr__(self):
         text = repr(self.table)

@@ -3,17 +3,49 @@
 from __future__ import annotations
 
 import html
+import re
 
 import numpy as np
 
 from .schema import op_info
 
 
+_DOLLAR_MATH = re.compile(r"\$([^$\n]+)\$")
+
+
+def prose_html(text: str) -> str:
+    """Escape `text` for HTML, typesetting its `$...$` spans as inline math (MathJax renders `span.math`)."""
+    out, last = [], 0
+    for m in _DOLLAR_MATH.finditer(text):
+        out.append(html.escape(text[last:m.start()]))
+        out.append(f'<span class="math notranslate nohighlight">\\({html.escape(m.group(1))}\\)</span>')
+        last = m.end()
+    return "".join(out) + html.escape(text[last:])
+
+
+class Rich:
+    """A table cell with its own HTML (a link, a list on demand); its plain text is what nbval compares."""
+
+    def __init__(self, text: str, html_: str):
+        self.text, self.html = text, html_
+
+    def __str__(self):
+        return self.text
+
+
+AGREEMENT_CLASSES = {"agrees": "pk-agrees", "disagrees": "pk-disagrees", "proposed": "pk-proposed"}
+
+
 class Table:
-    """A small table that renders as HTML in the book and as aligned text in nbval's comparison."""
+    """A small table that renders as HTML in the book and as aligned text in nbval's comparison.
+
+    Every HTML cell carries its column's name (data-label), so the book's stylesheet can stack rows on a phone;
+    an "agreement" column's cells carry a class by value, so disagreements stand out."""
 
     def __init__(self, head, rows, caption="", *, css_class="proofkit-table", row_ids=None):
-        self.head, self.rows, self.caption = list(head), [list(map(str, r)) for r in rows], caption
+        self.head, self.caption = list(head), caption
+        self.cells = [list(r) for r in rows]
+        self.rows = [list(map(str, r)) for r in rows]
         self.css_class, self.row_ids = css_class, row_ids  # row_ids: an HTML id per row, for links into the table
 
     def __repr__(self):
@@ -22,18 +54,47 @@ class Table:
         body = "\n".join("  ".join(c.ljust(w) for c, w in zip(r, widths)).rstrip() for r in lines)
         return (self.caption + "\n" if self.caption else "") + body
 
+    def _td(self, head: str, cell) -> str:
+        content = cell.html if isinstance(cell, Rich) else html.escape(str(cell))
+        css = AGREEMENT_CLASSES.get(str(cell)) if head == "agreement" else None
+        cls = f' class="{css}"' if css else ""
+        return f'<td data-label="{html.escape(head)}"{cls}>{content}</td>'
+
     def _repr_html_(self):
         th = "".join(f"<th>{html.escape(h)}</th>" for h in self.head)
-        ids = self.row_ids or [None] * len(self.rows)
+        ids = self.row_ids or [None] * len(self.cells)
         trs = "".join((f'<tr id="{html.escape(i)}">' if i else "<tr>")
-                      + "".join(f"<td>{html.escape(c)}</td>" for c in r) + "</tr>" for r, i in zip(self.rows, ids))
+                      + "".join(self._td(h, c) for h, c in zip(self.head, r)) + "</tr>" for r, i in zip(self.cells, ids))
         cap = f"<caption>{html.escape(self.caption)}</caption>" if self.caption else ""
         return (f'<table class="{self.css_class}">{cap}<thead><tr>{th}</tr></thead><tbody>{trs}</tbody>'
                 "</table>")
 
 
-def _types_text(type_str: str, types) -> str:
-    """'T: float, double' for a constraint over tensors; grouped by container (seq, optional) when it has several."""
+# element types named by group in the signature table; the full list stays one click away
+TYPE_GROUPS = [
+    ("float types", ("float16", "float", "double", "bfloat16")),
+    ("float8 types", ("float8e4m3fn", "float8e4m3fnuz", "float8e5m2", "float8e5m2fnuz")),
+    ("signed integers", ("int8", "int16", "int32", "int64")),
+    ("unsigned integers", ("uint8", "uint16", "uint32", "uint64")),
+    ("complex types", ("complex64", "complex128")),
+]
+
+
+def _short_types(elems: list[str]) -> str:
+    """'float types, signed integers, bool' for a long list; a list of three or fewer is shown as it is."""
+    if len(elems) <= 3:
+        return ", ".join(elems)
+    rest, parts = list(elems), []
+    for label, group in TYPE_GROUPS:
+        if all(t in rest for t in group):
+            parts.append(label)
+            rest = [t for t in rest if t not in group]
+    return ", ".join(parts + rest)
+
+
+def _types_cell(type_str: str, types):
+    """'T: float, double' for a constraint over tensors; grouped by container (seq, optional) when it has several.
+    A long list is shortened by group ('T: float types, signed integers'), with the full list on demand."""
     if len(types) == 1 and types[0] == type_str:
         return type_str  # a fixed type such as tensor(int64)
     groups: dict[str, list[str]] = {}
@@ -41,14 +102,24 @@ def _types_text(type_str: str, types) -> str:
         head, _, elem = t.rpartition("tensor(")
         groups.setdefault(head + "tensor" + ")" * head.count("("), []).append(elem.rstrip(")"))
     if list(groups) == ["tensor"]:
-        return f"{type_str}: {', '.join(groups['tensor'])}"
-    return f"{type_str}: " + "; ".join(f"{kind} of {', '.join(elems)}" for kind, elems in groups.items())
+        full, short = ", ".join(groups["tensor"]), _short_types(groups["tensor"])
+    else:
+        full = "; ".join(f"{kind} of {', '.join(elems)}" for kind, elems in groups.items())
+        kinds: dict[str, list[str]] = {}  # containers over the same element types share one entry
+        for kind, elems in groups.items():
+            kinds.setdefault(_short_types(elems), []).append(kind)
+        short = "; ".join(f"{', '.join(ks)} of {elems}" for elems, ks in kinds.items())
+    if short == full:
+        return f"{type_str}: {full}"
+    return Rich(f"{type_str}: {short}",
+                f'<details class="pk-types"><summary>{html.escape(type_str)}: {html.escape(short)}</summary>'
+                f"{html.escape(full)}</details>")
 
 
 def signature(op: str) -> Table:
     """The op's inputs and outputs with their types and ONNX differentiability tags, from the installed schema."""
     info = op_info(op)
-    rows = [[f.role, f.name, f.arity, _types_text(f.type_str, f.types), f.tag] for f in info.formals]
+    rows = [[f.role, f.name, f.arity, _types_cell(f.type_str, f.types), f.tag] for f in info.formals]
     return Table(["", "name", "arity", "types", "ONNX tag"], rows, caption=f"{op}, opset {info.version}")
 
 

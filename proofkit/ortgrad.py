@@ -15,7 +15,7 @@ import re
 
 import numpy as np
 
-from .checks import CheckResult, _as_list, _attr_text, _call_vjp, _is_float, _max_err, _shapes_text, _shown_name
+from .checks import CheckResult, _Worst, _as_list, _attr_text, _call_vjp, _is_float, _max_err, _shapes_text, _shown_name
 from .evidence import record
 from .onnxrun import run_onnx
 from .schema import op_info
@@ -186,9 +186,10 @@ def check_vjp_ort(op, vjp, inputs, attrs=None, *, seed=0, rtol=1e-4, atol=1e-5,
         if disagree:
             raise AssertionError(f"{op}: a disagreement with ONNX Runtime is declared, but it has no gradient builder")
         attempt = "" if "could not run" in str(e) else "the attempt to build its gradient graph failed; "
-        return CheckResult("ONNX Runtime", op, [], summary=f"ONNX Runtime check of {op}: {e} ({attempt}{where})")
+        return CheckResult("ONNX Runtime", op, [], summary=f"ONNX Runtime check of {op}: {e} ({attempt}{where})",
+                           inputs=_shapes_text(x), attrs=_attr_text(attrs))
     ours = _call_vjp(op, vjp, x, cot, full)
-    checked, missing, witnesses = [], [], []
+    checked, missing, witnesses, worst = [], [], [], _Worst()
     for i, (g, t) in enumerate(zip(ours, theirs)):
         name, shown = info.input_name(i), _shown_name(info, i)
         if x[i] is None or not _is_float(x[i]):
@@ -213,6 +214,7 @@ def check_vjp_ort(op, vjp, inputs, attrs=None, *, seed=0, rtol=1e-4, atol=1e-5,
             continue
         if not agree:
             raise AssertionError(f"{op}: gradient of input {shown} differs from ONNX Runtime's: {why}")
+        worst.add(err, tol)
         record(op, name, "ort", vjp)
         checked.append(shown)
     detail = where + f", tolerance {rtol:.0e}"
@@ -220,9 +222,12 @@ def check_vjp_ort(op, vjp, inputs, attrs=None, *, seed=0, rtol=1e-4, atol=1e-5,
         detail += f"; ONNX Runtime's gradient graph has no gradient for {', '.join(missing)}"
     if witnesses:
         detail += "; " + "; ".join(witnesses)
+    notes = "; ".join((["no gradient for " + ", ".join(missing)] if missing else []) + witnesses)
+    fields = dict(inputs=_shapes_text(x), attrs=_attr_text(attrs), notes=notes)
     if not checked:
-        return CheckResult("ONNX Runtime", op, [], summary=f"ONNX Runtime check of {op}: no input agrees; {detail}")
-    return CheckResult("ONNX Runtime", op, checked, detail)
+        return CheckResult("ONNX Runtime", op, [], summary=f"ONNX Runtime check of {op}: no input agrees; {detail}",
+                           **fields)
+    return CheckResult("ONNX Runtime", op, checked, detail, error=worst.err, tol=worst.tol, **fields)
 
 
 class OrtRunError(Exception):

@@ -27,17 +27,21 @@ def _claim_source(op) -> str:
 def notebook(op: str) -> nbformat.NotebookNode:
     info = op_info(op)
     md, code = nbformat.v4.new_markdown_cell, nbformat.v4.new_code_cell
+
+    def boilerplate(source):  # collapsed on the page (the output stays), so the verdict is on the first screen
+        return code(source, metadata={"tags": ["hide-input"]})
+
     names = ", ".join(f.name for f in info.inputs)
     cells = [
         md(f"# {op}\n\nOne paragraph: what {op} computes, and the question this chapter settles."),
-        code("import numpy as np\nimport sympy as sp\nimport torch\n\n"
+        boilerplate("import numpy as np\nimport sympy as sp\nimport torch\n\n"
              "from proofkit import (Claim, Special, attributes, check_conventions, check_forward, check_vjp_fd,\n"
              "                      check_vjp_ort, check_vjp_symbolic, check_vjp_torch, run_onnx, samplers, show,\n"
              "                      signature, witness_jump, witness_kink, witness_unbounded)\n\n"
              f"signature({op!r})"),
-        code(f"attributes({op!r})"),
         md("The verdict at a glance (bound to the checks in the last section):"),
-        code(_claim_source(op)),
+        boilerplate(_claim_source(op)),
+        boilerplate(f"attributes({op!r})"),
         md(f"## {HEADINGS[0]}\n\nThe forward math from the ONNX spec, then a SymPy model on a small symbolic instance."),
         code(TODO.format("a SymPy model, and check_forward against onnx.reference on each attribute variant")),
         md(f"## {HEADINGS[1]}\n\nThe Jacobian of the instance; name the set where it does not exist and witness a "

@@ -15,7 +15,7 @@ BUDGET_SECONDS = 30  # the chapter contract: each chapter runs in under 30 secon
 
 def render_status(root: Path) -> str:
     path = Path(root) / TIMES_FILE
-    lines = ["(status)=", "# Status", "",
+    lines = ["---", "orphan: true", "---", "", "(status)=", "# Status", "",
              "How long each notebook took under the last test run (`make test`, or `pytest`) on the machine that "
              "built this site: kernel start, every cell re-executed and its outputs compared by nbval. Slowest first; "
              f"the chapter contract asks for under {BUDGET_SECONDS} seconds each.", ""]

@@ -11,7 +11,7 @@ from __future__ import annotations
 import numpy as np
 import sympy as sp
 
-from .checks import CheckResult, _call_vjp, _max_err, _shown_name
+from .checks import CheckResult, _Worst, _attr_text, _call_vjp, _max_err, _shown_name
 from .evidence import record
 from .onnxrun import run_onnx
 from .schema import op_info
@@ -118,7 +118,7 @@ def check_vjp_symbolic(op, inputs: dict, outputs: dict, cotangents: dict, rule: 
         for e in ([] if arr is None else _flat(arr)):
             if isinstance(e, sp.Basic):
                 symbols |= e.free_symbols
-    n_points, any_positive = 0, False
+    n_points, any_positive, worst = 0, False, _Worst()
     for piece in pieces:
         free = set(symbols)
         for s, v in piece.items():
@@ -152,6 +152,7 @@ def check_vjp_symbolic(op, inputs: dict, outputs: dict, cotangents: dict, rule: 
                              if v in (sp.true, sp.false) or v.is_number}
                     raise AssertionError(f"{op}: vjp's gradient for {name} differs from the proved rule by {err:.3e} "
                                          f"(tolerance {tol:.1e}) at {shown}: vjp gives {got}, the rule {want}")
+                worst.add(err, tol)
             n_points += 1
     for name in checked:
         record(op, name, "rule", vjp)
@@ -160,4 +161,6 @@ def check_vjp_symbolic(op, inputs: dict, outputs: dict, cotangents: dict, rule: 
     near = f", positive magnitudes from {NEAR[0]:g}" if any_positive else ""
     return CheckResult("symbolic", op, checked,
                        f"the rule equals Jᵀḡ on the SymPy instance{where}, and vjp equals the rule at {n_points} "
-                       f"sampled points ({samples} per piece{near})")
+                       f"sampled points ({samples} per piece{near})", inputs="SymPy instance",
+                       attrs=_attr_text(attrs), error=worst.err, tol=worst.tol,
+                       notes=f"rule = Jᵀḡ{where.replace(' of the domain', '')}; vjp = rule at {n_points} points{near}")

@@ -8,7 +8,7 @@ import json
 import numpy as np
 
 from . import evidence
-from .display import Table
+from .display import Table, prose_html
 from .onnxrun import run_onnx
 from .schema import op_info
 
@@ -35,6 +35,27 @@ VERDICT_MIME = "application/vnd.proofkit.verdict+json"
 def row_anchor(op: str, name: str) -> str:
     """The id of a verdict row on its chapter's page, cite-able as proofs/Clip.html#verdict-clip-min."""
     return f"verdict-{op}-{name}".lower()
+
+
+EVIDENCE_TEXT = {
+    "forward": "model = onnx.reference", "fd": "finite differences of onnx.reference",
+    "rule": "hand rule = Jᵀḡ (SymPy)", "torch": "PyTorch autograd", "ort": "ONNX Runtime's gradient agrees",
+    "ort-none": "ONNX Runtime has no gradient", "ort-differs": "ONNX Runtime differs (declared)",
+    "zero": "zero derivative (finite differences)", "convention": "special points asserted",
+    "none": "vjp returns None", "discrete-type": "discrete type", "outputs-discrete": "every output discrete",
+}
+
+
+def evidence_summary(op: str, name: str) -> list[str]:
+    """What the checks recorded for one input or output, in words (witnesses with their point), in a fixed order."""
+    recs = [r for r in evidence.recorded(op) if r.name == name]
+    out = [EVIDENCE_TEXT[k] for k in EVIDENCE_TEXT if any(r.kind == k for r in recs)]
+    seen = set()
+    for r in recs:
+        if r.kind in WITNESSES and (r.kind, r.detail) not in seen:
+            seen.add((r.kind, r.detail))
+            out.append(f"{r.kind} witness at {r.detail}")
+    return out
 
 
 class VerdictError(AssertionError):
@@ -224,7 +245,7 @@ class Claim:
         if not self.disagreements:
             return "", ""
         text = "\n".join(f"Disagreement on {n}: {a}" for n, a in self.disagreements.items())
-        html_ = "".join(f"<p><strong>Disagreement on <code>{html.escape(n)}</code>:</strong> {html.escape(a)}</p>"
+        html_ = "".join(f"<p><strong>Disagreement on <code>{html.escape(n)}</code>:</strong> {prose_html(a)}</p>"
                         for n, a in self.disagreements.items())
         return "\n\n" + text, html_
 
@@ -243,7 +264,10 @@ class Verdict:
 
     def as_json(self) -> dict:
         c = self.claim
-        return {"op": c.op, "version": c.info.version, "rows": c.rows()}
+        rows = c.rows()
+        for r in rows:
+            r["evidence"] = evidence_summary(c.op, r["name"])
+        return {"op": c.op, "version": c.info.version, "rows": rows}
 
     def _repr_mimebundle_(self, include=None, exclude=None):
         c = self.claim

@@ -130,3 +130,19 @@ def test_no_chapter_writes_to_the_evidence(path):
     code = "\n".join(_code(path))
     for forbidden in ("_RECORDS", "evidence.record", "evidence._reset", "LEDGER", "reset_ledger"):
         assert forbidden not in code, f"a chapter does not touch the kit's evidence store ({forbidden})"
+
+
+@chapter
+def test_boilerplate_is_collapsed_so_the_verdict_is_on_the_first_screen(path):
+    nb = load(path)
+    code = [c for c in nb["cells"] if c["cell_type"] == "code"]
+    hidden = [c for c in code if "hide-input" in c.get("metadata", {}).get("tags", [])]
+    claim = [c for c in code if source(c).lstrip().startswith("CLAIM = Claim(")]
+    assert code[0] in hidden, "the imports and signature cell is collapsed (tag hide-input)"
+    assert claim and claim[0] in hidden, "the CLAIM literal is collapsed (tag hide-input)"
+    attrs = [c for c in code if source(c).strip() == f'attributes("{path.stem}")'
+             or source(c).strip() == f"attributes('{path.stem}')"]
+    assert all(c in hidden for c in attrs), "the attributes call is collapsed (tag hide-input)"
+    if attrs:
+        assert nb["cells"].index(attrs[0]) > nb["cells"].index(claim[0]), \
+            "the verdict at a glance comes before the attributes table"

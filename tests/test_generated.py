@@ -9,7 +9,7 @@ import yaml
 
 from proofkit import op_info
 from proofkit.__main__ import main
-from proofkit.audit import ROOT, generated_files, render_audit
+from proofkit.audit import ROOT, VERDICTS_SCHEMA, collect, generated_files, render_audit
 from proofkit.contract import HEADINGS, OPTIONAL_HEADINGS
 from proofkit.runner import run_notebook
 from proofkit.scaffold import new_chapter
@@ -28,6 +28,31 @@ def test_audit_lists_every_operator_input_and_output():
     n = sum(len(op_info(op).formals) for op in __import__("proofkit").list_ops())
     assert f"| pending | {n} |" in text
     assert "| Clip | 13 | input | `input` | Differentiable | pending | pending |" in text
+    assert text.index("Disagreements with ONNX's tags") < text.index("## Elementwise math")
+
+
+def test_published_verdicts_follow_their_schema_and_the_chapters(capsys):
+    jsonschema = pytest.importorskip("jsonschema")
+    doc = json.loads((ROOT / "book" / "data" / "verdicts.json").read_text())
+    jsonschema.validate(doc, VERDICTS_SCHEMA)
+    verdicts = collect()
+    assert {r["op"] for r in doc["rows"]} == set(verdicts)
+    for r in doc["rows"]:
+        stored = next(x for x in verdicts[r["op"]]["rows"] if x["name"] == r["name"])
+        assert (r["onnx_tag"], r["verdict"], r["agreement"]) == (stored["tag"], stored["verdict"], stored["agreement"])
+    clip_min = next(r for r in doc["rows"] if (r["op"], r["name"]) == ("Clip", "min"))
+    assert clip_min["agreement"] == "disagrees" and clip_min["proposed_tag"] == "Differentiable"
+    assert clip_min["chapter"] == "proofs/Clip.html#verdict-clip-min" and clip_min["conventions"]
+    assert main(["audit", "--json"]) == 0
+    assert json.loads(capsys.readouterr().out) == doc
+
+
+def test_a_wrong_row_fails_the_schema():
+    jsonschema = pytest.importorskip("jsonschema")
+    doc = json.loads((ROOT / "book" / "data" / "verdicts.json").read_text())
+    doc["rows"][0]["verdict"] = "differentiable-ish"
+    with pytest.raises(jsonschema.ValidationError):
+        jsonschema.validate(doc, VERDICTS_SCHEMA)
 
 
 def test_new_scaffolds_a_chapter_and_registers_it(tmp_path):
@@ -41,8 +66,8 @@ def test_new_scaffolds_a_chapter_and_registers_it(tmp_path):
     for v2 in ("vjp=vjp", "check_vjp_ort", "check_conventions('LeakyRelu', vjp, SPECIAL", "CLAIM.verdict(vjp)"):
         assert v2 in cells, v2
     toc = yaml.safe_load((tmp_path / "_toc.yml").read_text())
-    part = next(p for p in toc["parts"] if p["caption"] == "Activations")
-    assert {"file": "proofs/LeakyRelu"} in part["chapters"][0]["sections"]
+    family = next(c for p in toc["parts"] for c in p["chapters"] if c["file"] == "book/families/activations")
+    assert {"file": "proofs/LeakyRelu"} in family["sections"]
     with pytest.raises(FileExistsError):
         new_chapter("LeakyRelu", root=tmp_path)
     with pytest.raises(ValueError, match="Did you mean LeakyRelu"):
@@ -82,8 +107,17 @@ def test_the_disagreements_page_quotes_each_argument_and_lists_proposals():
         "Range": {"op": "Range", "rows": [
             {"role": "input", "name": "limit", "tag": "Unknown", "verdict": "zero almost everywhere",
              "agreement": "proposed", "reason": "moves | the length only", "argument": ""}]}}
-    text = render_disagreements(verdicts)
-    assert "1 contradicts ONNX's tag and 1 has no tag" in text
-    assert "<blockquote>the divisor is an input &lt;like any other&gt;</blockquote>" in text
+    text = render_disagreements(verdicts, {"Erf": [{"op": "Erf", "title": "float32 for float64", "explanation": "e",
+                                                   "inputs": "x = 0.5", "reference": "0.52", "spec": "0.5205",
+                                                   "difference": "5e-8"}]})
+    assert "1 contradicts ONNX's differentiability tag and 1 has no tag" in text and "found 1 departure" in text
+    assert "the divisor is an input &lt;like any other>" in text  # escaped as Markdown, not raw HTML
     assert 'href="../proofs/Mod.html#verdict-mod-b"' in text
-    assert "| zero almost everywhere | NonDifferentiable | moves &#124; the length only |" in text
+    assert "(Unknown → NonDifferentiable). moves &#124; the length only" in text
+    assert "| input | " in text and "| Unknown | **NonDifferentiable** | zero almost everywhere |" in text
+    assert "### Erf: float32 for float64" in text and "`onnx.reference` gives 0.52, the spec 0.5205" in text
+
+
+def test_arguments_keep_their_math_and_code():
+    from proofkit.audit import markdown_prose
+    assert markdown_prose("slope $x_i * 2$ of `a_b` for a*b_c") == "slope $x_i * 2$ of `a_b` for a\\*b\\_c"

@@ -44,9 +44,20 @@ def test_show_keeps_huge_and_non_finite_values():
 
 def test_signature_groups_sequence_and_optional_types_by_container():
     text = repr(signature("Identity"))
-    assert "V: optional(seq(tensor)) of bool, " in text and "; seq(tensor) of bool, " in text
+    assert "V: optional(seq(tensor)), optional(tensor), seq(tensor) of signed integers, " in text
+    assert "; tensor of float types, float8 types, " in text
     assert "optional(tensor(" not in text  # grouped, not listed one by one
     assert "shape     single  tensor(int64)" in repr(signature("Reshape"))
+
+
+def test_signature_shortens_long_type_lists_and_keeps_the_full_list_on_demand():
+    table = signature("Clip")
+    assert "T: float types, signed integers, unsigned integers" in repr(table)
+    page = table._repr_html_()
+    assert '<details class="pk-types"><summary>T: float types, signed integers, unsigned integers</summary>' in page
+    assert "bfloat16, double, float, float16, int16" in page and 'data-label="ONNX tag"' in page
+    short = repr(signature("Where"))  # three or fewer types are shown as they are
+    assert "B: bool" in short
 
 
 def test_plot_draws_nothing_outside_the_domain_and_cuts_the_y_axis():

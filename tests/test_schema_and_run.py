@@ -62,3 +62,22 @@ def test_family_slugs_are_file_names():
     assert family_of("Relu") == "Activations"
     with pytest.raises(KeyError):
         family_of("NotAnOp")
+
+
+def test_outputs_that_exist_only_in_some_modes_are_not_asked_for():
+    X, s = np.linspace(-1, 1, 24).reshape(2, 3, 4), np.ones(3)
+    assert len(run_onnx("BatchNormalization", [X, s, s, 0 * s, s])) == 1  # inference: Y only
+    assert len(run_onnx("BatchNormalization", [X, s, s, 0 * s, s], {"training_mode": 1})) == 3
+    with pytest.raises(Exception, match="Unable to find output name"):
+        run_onnx("BatchNormalization", [X, s, s, 0 * s, s], n_outputs=3)  # an explicit count is taken as asked
+
+
+def test_a_function_body_typed_for_float32_only_runs_in_the_inputs_type():
+    # MeanVarianceNormalization's body adds a float32 epsilon: onnx.reference rejects a double input; the kit runs the
+    # body with the constant in the input's type, and float32 input still goes through onnx.reference's own path
+    X = np.random.default_rng(0).standard_normal((2, 3, 4, 5))
+    y = run_onnx("MeanVarianceNormalization", [X])[0]
+    assert y.dtype == np.float64 and np.allclose(y.std(axis=(0, 2, 3)), 1.0)
+    y32 = run_onnx("MeanVarianceNormalization", [X.astype(np.float32)])[0]
+    assert y32.dtype == np.float32 and np.abs(y - y32).max() < 1e-5
+    assert np.allclose(run_onnx("MeanVarianceNormalization", [X], {"axes": [1]})[0].std(axis=1), 1.0)

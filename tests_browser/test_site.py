@@ -48,6 +48,7 @@ def server():
 def browser(tmp_path_factory):
     opts = webdriver.ChromeOptions()
     opts.binary_location = CHROMIUM
+    opts.set_capability("goog:loggingPrefs", {"browser": "ALL"})
     for flag in ("--headless=new", "--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run",
                  "--disable-background-networking", "--disable-component-update", "--disable-sync",
                  "--window-size=1300,2000", f"--user-data-dir={tmp_path_factory.mktemp('chromium')}"):
@@ -67,12 +68,105 @@ def open_page(browser, url):
         "  MathJax.startup.promise.then(() => done(true), () => done(false)); } else { done(false); }")
 
 
+def phone(browser):
+    browser.set_window_size(390, 844)
+
+
+def desktop(browser):
+    browser.set_window_size(1400, 900)
+
+
+def severe_console_messages(browser) -> list[str]:
+    return [e["message"] for e in browser.get_log("browser") if e["level"] == "SEVERE"]
+
+
 def screenshot(browser, name):
     SHOTS.mkdir(parents=True, exist_ok=True)
     height = browser.execute_script("return document.body.scrollHeight")
     browser.set_window_size(1300, min(max(height, 1000), 8000))
     browser.save_screenshot(str(SHOTS / f"{name}.png"))
     browser.set_window_size(1300, 2000)
+
+
+def test_on_a_phone_the_drawer_opens_and_its_links_work(server, browser):
+    phone(browser)
+    try:
+        open_page(browser, f"{server}/proofs/Clip.html")
+        button = browser.find_element(By.CSS_SELECTOR, ".bd-header-article button.primary-toggle")
+        assert button.is_displayed()
+        button.click()
+        drawer = browser.find_element(By.ID, "pst-primary-sidebar-modal")
+        WebDriverWait(browser, 5).until(lambda d: drawer.get_attribute("open") is not None)
+        SHOTS.mkdir(parents=True, exist_ok=True)
+        browser.save_screenshot(str(SHOTS / "phone-drawer.png"))
+        link = next(a for a in drawer.find_elements(By.CSS_SELECTOR, "a")
+                    if (a.get_attribute("href") or "").endswith("/proofs/Abs.html"))
+        browser.execute_script("arguments[0].scrollIntoView({block: 'center'})", link)
+        link.click()
+        WebDriverWait(browser, 10).until(lambda d: d.current_url.endswith("/proofs/Abs.html"))
+        # "On this page" opens the page's contents in the same way
+        open_page(browser, f"{server}/proofs/Clip.html")
+        browser.find_element(By.CSS_SELECTOR, ".bd-header-article button.secondary-toggle").click()
+        toc = browser.find_element(By.ID, "pst-secondary-sidebar-modal")
+        WebDriverWait(browser, 5).until(lambda d: toc.get_attribute("open") is not None)
+        assert "Verdict" in toc.text
+    finally:
+        desktop(browser)
+
+
+def test_on_a_desktop_the_sidebar_collapses_and_there_is_one_search_box(server, browser):
+    desktop(browser)
+    open_page(browser, f"{server}/proofs/Clip.html")
+    fields = [b for b in browser.find_elements(By.CSS_SELECTOR, ".search-button-field, .search-button")
+              if b.is_displayed()]
+    assert len(fields) == 1, f"{len(fields)} search boxes"
+    sidebar = browser.find_element(By.ID, "pst-primary-sidebar")
+    assert sidebar.is_displayed()
+    browser.find_element(By.CSS_SELECTOR, ".bd-header-article button.primary-toggle").click()
+    WebDriverWait(browser, 5).until(lambda d: "pst-sidebar-hidden" in sidebar.get_attribute("class"))
+    assert severe_console_messages(browser) == []
+
+
+def test_the_verdict_at_a_glance_is_on_the_first_screen(server, browser):
+    desktop(browser)
+    open_page(browser, f"{server}/proofs/Clip.html")
+    top = browser.execute_script(
+        "return document.querySelector('table.proofkit-verdict').getBoundingClientRect().top + window.scrollY")
+    assert top < 900, f"the verdict at a glance starts {top:.0f} px down"
+
+
+@pytest.mark.parametrize("width", [390, 1400])
+def test_no_chapter_page_is_wider_than_the_screen(server, browser, width):
+    browser.set_window_size(width, 900)
+    wide = []
+    try:
+        for op in CHAPTERS:
+            open_page(browser, f"{server}/proofs/{op}.html")
+            over = browser.execute_script("return document.documentElement.scrollWidth - window.innerWidth")
+            if over > 0:
+                wide.append(f"{op} (+{over} px)")
+    finally:
+        desktop(browser)
+    assert not wide, f"wider than {width} px: {', '.join(wide)}"
+
+
+def test_the_site_stays_small_and_ships_only_the_mathjax_it_loads():
+    total = sum(p.stat().st_size for p in SITE.rglob("*") if p.is_file())
+    mathjax = sum(p.stat().st_size for p in (SITE / "_static" / "mathjax").rglob("*") if p.is_file())
+    assert (SITE / "_static" / "mathjax" / "tex-chtml.js").exists()
+    assert mathjax < 4e6, f"MathJax takes {mathjax / 1e6:.1f} MB"
+    assert not list(SITE.rglob("*.map")), "source maps are not published"
+    per_chapter = total / max(len(CHAPTERS), 1)
+    assert per_chapter < 300e3, f"{total / 1e6:.1f} MB for {len(CHAPTERS)} chapters"
+
+
+def test_verdicts_are_published_as_data(server, browser):
+    import json
+    import urllib.request
+    doc = json.loads(urllib.request.urlopen(f"{server}/verdicts.json").read())
+    schema = json.loads(urllib.request.urlopen(f"{server}/verdicts.schema.json").read())
+    assert schema["$id"] == "verdicts.schema.json"
+    assert {r["op"] for r in doc["rows"]} == set(CHAPTERS)
 
 
 def test_a_chapter_page_has_typeset_math_its_verdict_and_its_plot(server, browser):
