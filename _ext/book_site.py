@@ -39,7 +39,9 @@ def _dedupe_scripts(app, pagename, templatename, context, doctree):
         return
     seen, kept = set(), []
     for js in scripts:
-        key = (str(js), repr(sorted(getattr(js, "attributes", {}).items())))
+        # sphinx-thebe's and sphinx-togglebutton's inline configuration is added twice, once with filename None and
+        # once with "": an inline script with the same body is one script
+        key = (str(getattr(js, "filename", js) or ""), repr(sorted(getattr(js, "attributes", {}).items())))
         if key in seen:
             continue
         seen.add(key)

@@ -10,15 +10,19 @@ import numpy as np
 from .schema import op_info
 
 
-_DOLLAR_MATH = re.compile(r"\$([^$\n]+)\$")
+_INLINE = re.compile(r"\$([^$\n]+)\$|`([^`\n]+)`")
 
 
 def prose_html(text: str) -> str:
-    """Escape `text` for HTML, typesetting its `$...$` spans as inline math (MathJax renders `span.math`)."""
+    """Escape `text` for HTML, typesetting its `$...$` spans as inline math (MathJax renders `span.math`) and its
+    backquoted spans as code."""
     out, last = [], 0
-    for m in _DOLLAR_MATH.finditer(text):
+    for m in _INLINE.finditer(text):
         out.append(html.escape(text[last:m.start()]))
-        out.append(f'<span class="math notranslate nohighlight">\\({html.escape(m.group(1))}\\)</span>')
+        if m.group(1) is not None:
+            out.append(f'<span class="math notranslate nohighlight">\\({html.escape(m.group(1))}\\)</span>')
+        else:
+            out.append(f"<code>{html.escape(m.group(2))}</code>")
         last = m.end()
     return "".join(out) + html.escape(text[last:])
 

@@ -17,6 +17,8 @@ Kinds of record, for an input or output name:
 - "outputs-discrete": every output of a checked call was discrete, so no float input has a path to a gradient.
 - "zero": onnx.reference's outputs did not move under perturbations of this input (zero-derivative check).
 - "kink", "jump", "unbounded": a witness of a non-differentiable point (fn None).
+- "reference-departure" (under the empty name, fn None): onnx.reference departs from the spec at a witness
+  (proofkit.findings); a fact about the reference, which the verdict ignores.
 - "convention": vjp's value at the chapter's special points was asserted and compared with PyTorch and ONNX Runtime.
 """
 

@@ -236,15 +236,19 @@ class OrtRunError(Exception):
 
 def ort_forward(op, inputs, attrs=None, *, n_outputs: int | None = None) -> list[np.ndarray]:
     """ONNX Runtime's own forward of one node (CPU, opset 21, float inputs fed as float32), for chapters that compare
-    the runtime's forward with onnx.reference. Omitted optional inputs stay omitted. Raises OrtRunError with ONNX
-    Runtime's message when the node does not load or does not run."""
+    the runtime's forward with onnx.reference. Omitted optional inputs stay omitted; by default it asks for the outputs
+    onnx.reference gives in this mode. Raises OrtRunError with ONNX Runtime's message when the node does not load or
+    does not run."""
     import onnxruntime as ort
     from onnx import helper
 
     info = op_info(op)
-    inputs, names, feeds = _feeds(inputs)
     if n_outputs is None:
-        n_outputs = len(info.outputs) if not (info.outputs and info.outputs[-1].variadic) else 1
+        try:  # the outputs the op has in this mode (BatchNormalization outside training: Y only)
+            n_outputs = len(run_onnx(op, inputs, attrs))
+        except Exception:  # noqa: BLE001 - onnx.reference cannot run it: ask for every declared output
+            n_outputs = len(info.outputs) if not (info.outputs and info.outputs[-1].variadic) else 1
+    inputs, names, feeds = _feeds(inputs)
     outs = [f"y{k}" for k in range(n_outputs)]
     graph = helper.make_graph(
         [helper.make_node(op, names, outs, **(attrs or {}))], op,

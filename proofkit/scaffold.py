@@ -35,12 +35,12 @@ def notebook(op: str) -> nbformat.NotebookNode:
     cells = [
         md(f"# {op}\n\nOne paragraph: what {op} computes, and the question this chapter settles."),
         boilerplate("import numpy as np\nimport sympy as sp\nimport torch\n\n"
-             "from proofkit import (Claim, Special, attributes, check_conventions, check_forward, check_vjp_fd,\n"
-             "                      check_vjp_ort, check_vjp_symbolic, check_vjp_torch, run_onnx, samplers, show,\n"
-             "                      signature, witness_jump, witness_kink, witness_unbounded)\n\n"
-             f"signature({op!r})"),
+                    "from proofkit import (Claim, Special, attributes, check_conventions, check_forward, check_vjp_fd,\n"
+                    "                      check_vjp_ort, check_vjp_symbolic, check_vjp_torch, run_onnx, samplers, show,\n"
+                    "                      signature, witness_jump, witness_kink, witness_unbounded)"),
         md("The verdict at a glance (bound to the checks in the last section):"),
         boilerplate(_claim_source(op)),
+        boilerplate(f"signature({op!r})"),
         boilerplate(f"attributes({op!r})"),
         md(f"## {HEADINGS[0]}\n\nThe forward math from the ONNX spec, then a SymPy model on a small symbolic instance."),
         code(TODO.format("a SymPy model, and check_forward against onnx.reference on each attribute variant")),

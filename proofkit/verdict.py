@@ -8,7 +8,7 @@ import json
 import numpy as np
 
 from . import evidence
-from .display import Table, prose_html
+from .display import Rich, Table, prose_html
 from .onnxrun import run_onnx
 from .schema import op_info
 
@@ -234,8 +234,8 @@ class Claim:
     # -- display -------------------------------------------------------------------------------------------------
     def _table(self, full: bool) -> tuple[str, str]:
         head = ["", "name", "ONNX tag", "verdict", "agreement"] + (["reason"] if full else [])
-        rows = [[r["role"], r["name"], r["tag"], r["verdict"], r["agreement"]] + ([r["reason"]] if full else [])
-                for r in self.rows()]
+        rows = [[r["role"], r["name"], r["tag"], r["verdict"], r["agreement"]]
+                + ([Rich(r["reason"], prose_html(r["reason"]))] if full else []) for r in self.rows()]
         # only the bound verdict carries the row anchors a review cites (#verdict-clip-min); ids are unique
         ids = [row_anchor(self.op, r["name"]) for r in self.rows()] if full else None
         table = Table(head, rows, css_class="proofkit-verdict", row_ids=ids)

@@ -66,3 +66,12 @@ def test_plot_draws_nothing_outside_the_domain_and_cuts_the_y_axis():
     x, y = ax.get_lines()[0].get_data()
     assert np.all(np.isnan(y[x < 0])) and np.all(np.isfinite(y[x > 0.01]))
     assert ax.get_ylim() == (-4.0, 6.0) and ax.get_xlim() == (-1.0, 5.0)
+
+
+def test_arguments_typeset_their_math_and_escape_the_rest():
+    from proofkit.display import prose_html
+    out = prose_html("dC/dB = $-q$ where <a> & $x<1$")
+    assert out == ('dC/dB = <span class="math notranslate nohighlight">\\(-q\\)</span> where &lt;a&gt; &amp; '
+                   '<span class="math notranslate nohighlight">\\(x&lt;1\\)</span>')
+    assert prose_html("no math, 5 $") == "no math, 5 $"
+    assert prose_html("the `min` input") == "the <code>min</code> input"

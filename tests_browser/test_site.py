@@ -116,6 +116,7 @@ def test_on_a_phone_the_drawer_opens_and_its_links_work(server, browser):
 
 def test_on_a_desktop_the_sidebar_collapses_and_there_is_one_search_box(server, browser):
     desktop(browser)
+    severe_console_messages(browser)  # drain what earlier pages logged
     open_page(browser, f"{server}/proofs/Clip.html")
     fields = [b for b in browser.find_elements(By.CSS_SELECTOR, ".search-button-field, .search-button")
               if b.is_displayed()]
@@ -206,6 +207,11 @@ def test_search_finds_an_operator_by_name(server, browser):
         lambda d: d.find_elements(By.CSS_SELECTOR, "#search-results ul.search li a"))
     hits = [a.get_attribute("href") for a in browser.find_elements(By.CSS_SELECTOR, "#search-results ul.search a")]
     assert any("/proofs/Softmax.html" in h for h in hits if h), hits
+    # the snippet under a hit is the chapter's prose, not the page's button labels or code
+    WebDriverWait(browser, 30).until(lambda d: d.find_elements(By.CSS_SELECTOR, "#search-results p.context"))
+    snippets = " ".join(p.text for p in browser.find_elements(By.CSS_SELECTOR, "#search-results p.context"))
+    for label in ("Download", "Show code cell", ".ipynb", "import numpy"):
+        assert label not in snippets, f"search snippet shows {label!r}: {snippets[:300]}"
 
 
 class _Links(HTMLParser):
