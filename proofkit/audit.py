@@ -185,6 +185,14 @@ def markdown_prose(text: str) -> str:
     return "".join(out)
 
 
+def _sentence(text: str) -> str:
+    """A verdict's one-line reason as a sentence: capitalised, with a full stop."""
+    text = text.strip()
+    if text and text[0].islower() and not text.startswith(("onnx", "vjp")):
+        text = text[0].upper() + text[1:]
+    return text if not text or text[-1] in ".!?" else text + "."
+
+
 def _evidence_line(r: dict) -> str:
     ev = r.get("evidence") or []
     return f"Checks behind the verdict: {'; '.join(ev)}." if ev else ""
@@ -221,11 +229,14 @@ def render_disagreements(verdicts: dict[str, dict], findings: dict[str, list] | 
             lines.append(f"| {r['role']} | {_row_link(op, r['name'], verdicts, '../')} | {r['tag']} "
                          f"| **{VOCABULARY[r['verdict']]}** | {r['verdict']} |")
         lines.append("")
+        said: dict[str, str] = {}
         for r in by_op[op]:
             kind = "Disagreement" if r["agreement"] == "disagrees" else "Proposal"
             text = r["argument"] if r["agreement"] == "disagrees" else r["reason"]
-            lines += [f"**{kind} on `{r['name']}`** ({r['tag']} → {VOCABULARY[r['verdict']]}). "
-                      + markdown_prose(text), ""]
+            text = _sentence(text)
+            shown = f"The argument given for `{said[text]}` above." if text in said else markdown_prose(text)
+            said.setdefault(text, r["name"])
+            lines += [f"**{kind} on `{r['name']}`** ({r['tag']} → {VOCABULARY[r['verdict']]}). " + shown, ""]
             if ev := _evidence_line(r):
                 lines += [ev, ""]
     lines += ["## Departures of onnx.reference from the spec", "",

@@ -111,9 +111,9 @@ def test_the_disagreements_page_quotes_each_argument_and_lists_proposals():
                                                    "inputs": "x = 0.5", "reference": "0.52", "spec": "0.5205",
                                                    "difference": "5e-8"}]})
     assert "1 contradicts ONNX's differentiability tag and 1 has no tag" in text and "found 1 departure" in text
-    assert "the divisor is an input &lt;like any other>" in text  # escaped as Markdown, not raw HTML
+    assert "The divisor is an input &lt;like any other>." in text  # escaped as Markdown, not raw HTML
     assert 'href="../proofs/Mod.html#verdict-mod-b"' in text
-    assert "(Unknown → NonDifferentiable). moves &#124; the length only" in text
+    assert "(Unknown → NonDifferentiable). Moves &#124; the length only." in text
     assert "| input | " in text and "| Unknown | **NonDifferentiable** | zero almost everywhere |" in text
     assert "### Erf: float32 for float64" in text and "`onnx.reference` gives 0.52, the spec 0.5205" in text
 
