@@ -138,17 +138,25 @@ def test_the_verdict_at_a_glance_is_on_the_first_screen(server, browser):
 
 @pytest.mark.parametrize("width", [390, 1400])
 def test_no_chapter_page_is_wider_than_the_screen(server, browser, width):
+    """Every chapter at a phone's and a desktop's width; on the desktop the verdict at a glance is also on the first
+    900 px of every chapter."""
     browser.set_window_size(width, 900)
-    wide = []
+    wide, low = [], []
     try:
         for op in CHAPTERS:
             open_page(browser, f"{server}/proofs/{op}.html")
             over = browser.execute_script("return document.documentElement.scrollWidth - window.innerWidth")
             if over > 0:
                 wide.append(f"{op} (+{over} px)")
+            if width >= 1400:
+                top = browser.execute_script("return document.querySelector('table.proofkit-verdict')"
+                                             ".getBoundingClientRect().top + window.scrollY")
+                if top >= 900:
+                    low.append(f"{op} ({top:.0f} px)")
     finally:
         desktop(browser)
     assert not wide, f"wider than {width} px: {', '.join(wide)}"
+    assert not low, f"the verdict at a glance is below the first screen: {', '.join(low)}"
 
 
 def test_the_site_stays_small_and_ships_only_the_mathjax_it_loads():
