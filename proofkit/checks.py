@@ -174,7 +174,7 @@ def check_forward(op, model, inputs, attrs=None, *, rtol=1e-12, atol=1e-12, chec
                        f"inputs {_shapes_text(inputs)}, attributes {_attr_text(attrs)}, "
                        + ("equal exactly" if exact else f"tolerance {max(rtol, atol):.0e}"),
                        inputs=_shapes_text(inputs), attrs=_attr_text(attrs), error=0.0 if exact else worst.err,
-                       tol=None if exact else max(rtol, atol), notes="model = onnx.reference"
+                       tol=None if exact else max(rtol, atol), notes=f"model = {getattr(want, 'source', 'onnx.reference')}"
                        + (", equal exactly" if exact else ""))
 
 

@@ -44,6 +44,15 @@ def _typed_evaluator(op: str, dtypes: tuple, n_outputs: int, attrs: tuple) -> Re
     return ReferenceEvaluator(model)
 
 
+class Outputs(list):
+    """The outputs of one run, and what computed them (onnx.reference, or the schema's function body)."""
+
+    source = "onnx.reference"
+
+
+BODY_SOURCE = "the function body in the input's type"
+
+
 @lru_cache(maxsize=64)
 def _body_evaluator(op: str, dtypes: tuple, n_outputs: int, attrs: tuple) -> ReferenceEvaluator:
     """The schema's function body, run node by node with its float constants in the inputs' float type.
@@ -116,14 +125,16 @@ def run_onnx(op: str, inputs, attrs: dict | None = None, n_outputs: int | None =
             sess = _typed_evaluator(op, dtypes, n_outputs, key)
         try:
             with np.errstate(all="ignore"):  # NaN and inf outside an op's domain are ONNX semantics, not accidents
-                return [np.asarray(y) for y in sess.run(None, feeds)]
+                return Outputs(np.asarray(y) for y in sess.run(None, feeds))
         except RuntimeTypeError:
             if not onnx.defs.get_schema(op).has_function:
                 raise
             dtypes = tuple(None if x is None else np.asarray(x).dtype.str for x in inputs)
             body = _body_evaluator(op, dtypes, n_outputs, tuple(sorted((k, _frozen(v)) for k, v in attrs.items())))
             with np.errstate(all="ignore"):
-                return [np.asarray(y) for y in body.run(None, feeds)]
+                outs = Outputs(np.asarray(y) for y in body.run(None, feeds))
+            outs.source = BODY_SOURCE
+            return outs
         except Exception as e:  # noqa: BLE001
             # optional outputs that exist only in some modes (BatchNormalization's running statistics outside
             # training): ask for the outputs the reference produces in this mode

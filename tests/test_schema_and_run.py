@@ -78,6 +78,8 @@ def test_a_function_body_typed_for_float32_only_runs_in_the_inputs_type():
     X = np.random.default_rng(0).standard_normal((2, 3, 4, 5))
     y = run_onnx("MeanVarianceNormalization", [X])[0]
     assert y.dtype == np.float64 and np.allclose(y.std(axis=(0, 2, 3)), 1.0)
+    assert run_onnx("MeanVarianceNormalization", [X]).source == "the function body in the input's type"
+    assert run_onnx("MeanVarianceNormalization", [X.astype(np.float32)]).source == "onnx.reference"
     y32 = run_onnx("MeanVarianceNormalization", [X.astype(np.float32)])[0]
     assert y32.dtype == np.float32 and np.abs(y - y32).max() < 1e-5
     assert np.allclose(run_onnx("MeanVarianceNormalization", [X], {"axes": [1]})[0].std(axis=1), 1.0)
