@@ -121,3 +121,12 @@ def test_the_disagreements_page_quotes_each_argument_and_lists_proposals():
 def test_arguments_keep_their_math_and_code():
     from proofkit.audit import markdown_prose
     assert markdown_prose("slope $x_i * 2$ of `a_b` for a*b_c") == "slope $x_i * 2$ of `a_b` for a\\*b\\_c"
+
+
+def test_an_outputs_checks_include_those_of_the_differentiable_inputs_it_depends_on():
+    from proofkit.audit import row_evidence
+    rows = [{"role": "input", "name": "X", "verdict": "differentiable", "evidence": ["hand rule", "kink witness at X = 0"]},
+            {"role": "input", "name": "k", "verdict": "non-differentiable", "evidence": ["discrete type"]},
+            {"role": "output", "name": "Y", "verdict": "differentiable", "evidence": ["finite differences"]}]
+    assert row_evidence(rows, rows[2]) == ["finite differences", "hand rule"]
+    assert row_evidence(rows, rows[0]) == ["hand rule", "kink witness at X = 0"]
