@@ -5,7 +5,7 @@ input and the spec's own math. The call runs both, asserts that they differ (so 
 `onnx.reference` is fixed and the chapter must be updated), records the departure in the evidence store under the
 kind "reference-departure" (the verdict ignores it: it is a fact about the reference, not about the operator's
 gradient) and returns a `Finding`. The finding is stored in the executed notebook under `FINDING_MIME`, from which
-`findings_in_notebook` reads it back, for a page that lists every departure with its witness.
+the audit reads it back (proofkit.audit.stored_outputs) for the page that lists every departure with its witness.
 """
 
 from __future__ import annotations
@@ -14,7 +14,6 @@ import html
 import json
 import re
 from dataclasses import dataclass
-from pathlib import Path
 
 import numpy as np
 
@@ -160,7 +159,7 @@ def check_reference_departure(op: str, inputs, attrs: dict | None = None, *, spe
     exception where the spec computes a value. The witness entry shown is the largest difference.
 
     The cell must show the returned finding (as its last expression, or with display()): the stored output is what
-    `findings_in_notebook` reads.
+    the audit reads.
     """
     if not min_difference > 0:
         raise ValueError("min_difference must be positive")
@@ -212,27 +211,4 @@ def check_reference_departure(op: str, inputs, attrs: dict | None = None, *, spe
     return finding
 
 
-def findings_in_notebook(path) -> list[dict]:
-    """The findings a stored (executed) chapter shows, in the order of its cells."""
-    nb = json.loads(Path(path).read_text())
-    found = []
-    for cell in nb.get("cells", []):
-        for out in cell.get("outputs", []):
-            data = out.get("data", {})
-            if FINDING_MIME in data:
-                found.append(data[FINDING_MIME])
-    return found
-
-
-def findings(root=None) -> dict[str, list[dict]]:
-    """Every chapter's stored findings, by operator (chapters without any are left out)."""
-    root = Path(root) if root is not None else Path(__file__).resolve().parent.parent
-    out = {}
-    for path in sorted((root / "proofs").glob("*.ipynb")):
-        if found := findings_in_notebook(path):
-            out[path.stem] = found
-    return out
-
-
-__all__ = ["FINDING_MIME", "Finding", "check_reference_departure", "describe_inputs", "findings",
-           "findings_in_notebook"]
+__all__ = ["FINDING_MIME", "Finding", "check_reference_departure", "describe_inputs"]

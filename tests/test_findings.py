@@ -12,7 +12,8 @@ from onnx import TensorProto
 from proofkit import (Claim, check_reference_departure, check_vjp_fd, check_vjp_ort, check_vjp_symbolic, recorded,
                       samplers)
 from proofkit.evidence import _reset
-from proofkit.findings import FINDING_MIME, Finding, findings, findings_in_notebook
+from proofkit.audit import by_mime, collect_outputs, stored_outputs
+from proofkit.findings import FINDING_MIME, Finding
 
 erf = np.vectorize(math.erf, otypes=[np.float64])
 X = np.array([0.5, -1.0, 2.0])
@@ -145,8 +146,8 @@ def test_the_payload_round_trips_through_a_stored_notebook(tmp_path):
     nbformat.validate(nb)
     path = tmp_path / "Erf.ipynb"
     nbformat.write(nb, path)
-    assert findings_in_notebook(path) == [first.as_json(), second.as_json()]
-    assert findings_in_notebook(path)[1]["reference"] == 1.0
+    assert stored_outputs(path)[FINDING_MIME] == [first.as_json(), second.as_json()]
+    assert stored_outputs(path)[FINDING_MIME][1]["reference"] == 1.0
 
 
 def test_every_chapter_with_findings_is_listed(tmp_path):
@@ -157,7 +158,7 @@ def test_every_chapter_with_findings_is_listed(tmp_path):
                                                                             data=f._repr_mimebundle_())])]
     nbformat.write(nb, tmp_path / "proofs" / "Erf.ipynb")
     nbformat.write(nbformat.v4.new_notebook(), tmp_path / "proofs" / "Abs.ipynb")
-    assert findings(tmp_path) == {"Erf": [f.as_json()]}
+    assert by_mime(collect_outputs(tmp_path), FINDING_MIME) == {"Erf": [f.as_json()]}
 
 
 def test_an_error_message_shows_no_address(monkeypatch):
@@ -179,7 +180,7 @@ def test_a_notebook_without_findings_has_none(tmp_path):
         "execute_result", data={"text/plain": "1"}, execution_count=1)], execution_count=1)]
     path = tmp_path / "Abs.ipynb"
     nbformat.write(nb, path)
-    assert findings_in_notebook(path) == []
+    assert stored_outputs(path).get(FINDING_MIME, []) == []
 
 
 def test_the_verdict_ignores_a_departure():
