@@ -52,11 +52,6 @@ class CheckResult:
         notes = [self.notes] if self.notes else []
         if self.none:
             notes.append(f"vjp returns None for {', '.join(dict.fromkeys(self.none))}")
-        if self.summary and not self.names and not self.notes:
-            text = self.summary.split(": ", 1)[-1]
-            # the table's own columns already say which inputs and attributes
-            cut = [i for i in (text.find(" (the attempt"), text.find(" (inputs ")) if i >= 0]
-            notes.append(text[:min(cut)] if cut else text)
         return "; ".join(notes)
 
     def _ipython_display_(self):

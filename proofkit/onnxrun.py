@@ -28,6 +28,16 @@ def _evaluator(op: str, present: tuple[bool, ...], n_outputs: int, attrs: tuple)
     return ReferenceEvaluator(node)
 
 
+def _typed_model(nodes, dtypes: tuple, n_outputs: int, opset_imports) -> ReferenceEvaluator:
+    """An evaluator of `nodes` whose inputs x0, x1, ... carry their element types (None: an omitted input)."""
+    graph = onnx.helper.make_graph(
+        nodes, "proofkit",
+        [onnx.helper.make_tensor_value_info(f"x{i}", onnx.helper.np_dtype_to_tensor_dtype(np.dtype(d)), None)
+         for i, d in enumerate(dtypes) if d is not None],
+        [onnx.helper.make_empty_tensor_value_info(f"y{k}") for k in range(n_outputs)])
+    return ReferenceEvaluator(onnx.helper.make_model(graph, opset_imports=opset_imports))
+
+
 @lru_cache(maxsize=256)
 def _typed_evaluator(op: str, dtypes: tuple, n_outputs: int, attrs: tuple) -> ReferenceEvaluator:
     """A one-node model whose inputs carry their element types: onnx.reference implements some operators (Gelu) only
@@ -35,13 +45,7 @@ def _typed_evaluator(op: str, dtypes: tuple, n_outputs: int, attrs: tuple) -> Re
     names = [f"x{i}" if d is not None else "" for i, d in enumerate(dtypes)]
     outs = [f"y{i}" for i in range(n_outputs)]
     node = onnx.helper.make_node(op, names, outs, **{k: (list(v) if isinstance(v, tuple) else v) for k, v in attrs})
-    graph = onnx.helper.make_graph(
-        [node], op,
-        [onnx.helper.make_tensor_value_info(n, onnx.helper.np_dtype_to_tensor_dtype(np.dtype(d)), None)
-         for n, d in zip(names, dtypes) if d is not None],
-        [onnx.helper.make_empty_tensor_value_info(o) for o in outs])
-    model = onnx.helper.make_model(graph, opset_imports=[onnx.helper.make_opsetid("", onnx.defs.onnx_opset_version())])
-    return ReferenceEvaluator(model)
+    return _typed_model([node], dtypes, n_outputs, [onnx.helper.make_opsetid("", onnx.defs.onnx_opset_version())])
 
 
 class Outputs(list):
@@ -85,14 +89,9 @@ def _body_evaluator(op: str, dtypes: tuple, n_outputs: int, attrs: tuple) -> Ref
                 kwargs[a.name] = onnx.helper.get_attribute_value(a)
         nodes.append(onnx.helper.make_node(node.op_type, [rename.get(i, i) for i in node.input],
                                            [rename.get(o, o) for o in node.output], **kwargs))
-    graph = onnx.helper.make_graph(
-        nodes, op,
-        [onnx.helper.make_tensor_value_info(f"x{i}", onnx.helper.np_dtype_to_tensor_dtype(np.dtype(d)), None)
-         for i, d in enumerate(dtypes) if d is not None],
-        [onnx.helper.make_empty_tensor_value_info(f"y{k}") for k in range(n_outputs)])
     opset = [onnx.helper.make_opsetid(o.domain, o.version) for o in body.opset_import] or \
         [onnx.helper.make_opsetid("", info.version)]  # the opset the body is written for
-    return ReferenceEvaluator(onnx.helper.make_model(graph, opset_imports=opset))
+    return _typed_model(nodes, dtypes, n_outputs, opset)
 
 
 def run_onnx(op: str, inputs, attrs: dict | None = None, n_outputs: int | None = None) -> list[np.ndarray]:
@@ -113,15 +112,15 @@ def run_onnx(op: str, inputs, attrs: dict | None = None, n_outputs: int | None =
         n_outputs = len(info.outputs) if not (info.outputs and info.outputs[-1].variadic) else 1
     present = tuple(x is not None for x in inputs)
     feeds = {f"x{i}": np.asarray(x) for i, x in enumerate(inputs) if x is not None}
+    dtypes = tuple(None if x is None else np.asarray(x).dtype.str for x in inputs)
+    key = tuple(sorted((k, _frozen(v)) for k, v in attrs.items()))
     while True:
         try:
-            key = tuple(sorted((k, _frozen(v)) for k, v in attrs.items()))
             hash(key)
             sess = _evaluator(op, present, n_outputs, key)
         except TypeError:  # an unhashable attribute value (a tensor): build without the cache
             sess = _evaluator.__wrapped__(op, present, n_outputs, tuple(sorted(attrs.items())))
         except RuntimeContextError:  # a context-dependent function (Gelu): give onnx.reference the input types
-            dtypes = tuple(None if x is None else np.asarray(x).dtype.str for x in inputs)
             sess = _typed_evaluator(op, dtypes, n_outputs, key)
         try:
             with np.errstate(all="ignore"):  # NaN and inf outside an op's domain are ONNX semantics, not accidents
@@ -129,8 +128,7 @@ def run_onnx(op: str, inputs, attrs: dict | None = None, n_outputs: int | None =
         except RuntimeTypeError:
             if not onnx.defs.get_schema(op).has_function:
                 raise
-            dtypes = tuple(None if x is None else np.asarray(x).dtype.str for x in inputs)
-            body = _body_evaluator(op, dtypes, n_outputs, tuple(sorted((k, _frozen(v)) for k, v in attrs.items())))
+            body = _body_evaluator(op, dtypes, n_outputs, key)
             with np.errstate(all="ignore"):
                 outs = Outputs(np.asarray(y) for y in body.run(None, feeds))
             outs.source = BODY_SOURCE

@@ -187,7 +187,7 @@ def check_vjp_ort(op, vjp, inputs, attrs=None, *, seed=0, rtol=1e-4, atol=1e-5,
             raise AssertionError(f"{op}: a disagreement with ONNX Runtime is declared, but it has no gradient builder")
         attempt = "" if "could not run" in str(e) else "the attempt to build its gradient graph failed; "
         return CheckResult("ONNX Runtime", op, [], summary=f"ONNX Runtime check of {op}: {e} ({attempt}{where})",
-                           inputs=_shapes_text(x), attrs=_attr_text(attrs))
+                           inputs=_shapes_text(x), attrs=_attr_text(attrs), notes=str(e))
     ours = _call_vjp(op, vjp, x, cot, full)
     checked, missing, witnesses, worst = [], [], [], _Worst()
     for i, (g, t) in enumerate(zip(ours, theirs)):
