@@ -7,7 +7,6 @@ Everything here is derived from the installed onnx schemas and the verdict table
 from __future__ import annotations
 
 import json
-import re
 from collections import Counter
 from pathlib import Path
 
@@ -17,6 +16,7 @@ import yaml
 from .families import FAMILIES, family_of, slug
 from .schema import list_ops, op_info
 from .conventions import CONVENTIONS_MIME
+from .display import INLINE_MARKUP
 from .findings import FINDING_MIME
 from .verdict import DIFFERENTIABLE, VERDICT_MIME, VOCABULARY, row_anchor
 
@@ -190,10 +190,11 @@ _MD_SPECIAL = str.maketrans({"*": "\\*", "_": "\\_", "<": "&lt;", "[": "\\[", "|
 def markdown_prose(text: str) -> str:
     """A chapter's plain-text argument as Markdown: `$...$` stays math (typeset), `code` stays code, and the
     characters Markdown would read as markup elsewhere are escaped."""
-    out = []
-    for k, part in enumerate(re.split(r"(\$[^$\n]+\$|`[^`\n]+`)", text)):
-        out.append(part if k % 2 else part.translate(_MD_SPECIAL))
-    return "".join(out)
+    out, last = [], 0
+    for m in INLINE_MARKUP.finditer(text):
+        out += [text[last:m.start()].translate(_MD_SPECIAL), m.group(0)]
+        last = m.end()
+    return "".join(out) + text[last:].translate(_MD_SPECIAL)
 
 
 def _sentence(text: str) -> str:

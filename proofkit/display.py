@@ -10,14 +10,15 @@ import numpy as np
 from .schema import op_info
 
 
-_INLINE = re.compile(r"\$([^$\n]+)\$|`([^`\n]+)`")
+# the inline markup of prose the kit renders: `$math$` and `code` (prose_html here, markdown_prose in the audit)
+INLINE_MARKUP = re.compile(r"\$([^$\n]+)\$|`([^`\n]+)`")
 
 
 def prose_html(text: str) -> str:
     """Escape `text` for HTML, typesetting its `$...$` spans as inline math (MathJax renders `span.math`) and its
     backquoted spans as code."""
     out, last = [], 0
-    for m in _INLINE.finditer(text):
+    for m in INLINE_MARKUP.finditer(text):
         out.append(html.escape(text[last:m.start()]))
         if m.group(1) is not None:
             out.append(f'<span class="math notranslate nohighlight">\\({html.escape(m.group(1))}\\)</span>')
