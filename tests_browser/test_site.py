@@ -128,14 +128,6 @@ def test_on_a_desktop_the_sidebar_collapses_and_there_is_one_search_box(server, 
     assert severe_console_messages(browser) == []
 
 
-def test_the_verdict_at_a_glance_is_on_the_first_screen(server, browser):
-    desktop(browser)
-    open_page(browser, f"{server}/proofs/Clip.html")
-    top = browser.execute_script(
-        "return document.querySelector('table.proofkit-verdict').getBoundingClientRect().top + window.scrollY")
-    assert top < 900, f"the verdict at a glance starts {top:.0f} px down"
-
-
 @pytest.mark.parametrize("width", [390, 1400])
 def test_no_chapter_page_is_wider_than_the_screen(server, browser, width):
     """Every chapter at a phone's and a desktop's width; on the desktop the verdict at a glance is also on the first
