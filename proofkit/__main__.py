@@ -24,7 +24,11 @@ def main(argv=None) -> int:
     if args.command == "new":
         from .scaffold import new_chapter
 
-        path = new_chapter(args.op, force=args.force)
+        try:
+            path = new_chapter(args.op, force=args.force)
+        except (ValueError, FileExistsError) as e:  # an unknown operator, an existing chapter: a usage error
+            print(f"{p.prog}: error: {e}", file=sys.stderr)  # one line, no traceback
+            return 2
         print(f"wrote {path}; fill in each section, then: python -m proofkit run {path}")
     elif args.command == "run":
         from .audit import write_all

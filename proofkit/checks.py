@@ -35,6 +35,7 @@ class CheckResult:
     attrs: str = ""
     error: float | None = None  # the largest error seen, against
     tol: float | None = None  # the tolerance at that error
+    exact: bool = False  # the comparison was equality (integers, unchanged outputs): its 0 is not a measured figure
     notes: str = ""  # what the table's notes column adds (directions, what ONNX Runtime lacks, ...)
     label: str = ""
     shown: bool = field(default=False, repr=False, compare=False)
@@ -169,12 +170,14 @@ def check_forward(op, model, inputs, attrs=None, *, rtol=1e-12, atol=1e-12, chec
     for k in range(len(want)):
         record(op, info.output_name(k), "forward")
     exact = all(w.dtype.kind in "iub" for w in want)
+    # the tolerance tested is atol + rtol·max|y| (compare_outputs), so the table shows that one, at the worst output
     return CheckResult("forward", op, [info.output_name(k) for k in range(len(want))],
                        f"inputs {_shapes_text(inputs)}, attributes {_attr_text(attrs)}, "
-                       + ("equal exactly" if exact else f"tolerance {max(rtol, atol):.0e}"),
+                       + ("equal exactly" if exact else f"tolerance {atol:.0e} + {rtol:.0e}·max|y|"),
                        inputs=_shapes_text(inputs), attrs=_attr_text(attrs), error=0.0 if exact else worst.err,
-                       tol=None if exact else max(rtol, atol), notes=f"model = {getattr(want, 'source', 'onnx.reference')}"
-                       + (", equal exactly" if exact else ""))
+                       tol=None if exact else worst.tol, exact=exact,
+                       notes=f"model = {getattr(want, 'source', 'onnx.reference')}"
+                       + (", equal exactly" if exact else f", tolerance {atol:.0e} + {rtol:.0e}·max|y|"))
 
 
 def _shown_name(info, i: int) -> str:
@@ -405,5 +408,5 @@ def check_zero_almost_everywhere(op, inputs, attrs=None, *, names=None, seed=0, 
         record(op, info.output_name(k), "zero")
     return CheckResult("zero-derivative", op, list(names),
                        f"inputs {_shapes_text(inputs)}, attributes {_attr_text(attrs)}, {n_dirs} random directions, "
-                       f"ε=±{eps:g}", inputs=_shapes_text(inputs), attrs=_attr_text(attrs), error=0.0,
+                       f"ε=±{eps:g}", inputs=_shapes_text(inputs), attrs=_attr_text(attrs), error=0.0, exact=True,
                        notes=f"outputs unchanged exactly, {n_dirs} directions, ε=±{eps:g}")

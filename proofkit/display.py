@@ -38,6 +38,53 @@ class Rich:
         return self.text
 
 
+#: The brackets around a measured figure in plain text, and the class of its HTML span. The repository's sanitize file
+#: (nbval-sanitize.cfg, wired into pytest's configuration) replaces both forms before nbval compares stored outputs.
+MEASURED_OPEN, MEASURED_CLOSE, MEASURED_CLASS = "⟦", "⟧", "pk-measured"
+MEASURED_TITLE = "measured on the processor that ran this page; not compared across processors"
+#: The plain-text width a table gives a measured cell, whatever its figure, so no column moves with it.
+MEASURED_WIDTH = 9
+
+
+class Measured(Rich):
+    """A figure that depends on the processor's floating-point path: an error, a tolerance computed from data, a
+    residual, or which of two documented behaviours a runtime showed here.
+
+    numpy, PyTorch and ONNX Runtime dispatch their kernels by instruction set (AVX-512, AVX2, SSE, NEON), and the paths
+    differ in the last bits of a result, sometimes by more (an accumulation order, a saturating integer kernel). No
+    rounding of such a figure is stable across processors: a figure next to a rounding boundary flips on the next
+    machine. So the reader sees the figure as measured, and nbval does not compare it: in plain text it is written
+    between ⟦ and ⟧, in HTML inside a span of class pk-measured, and the sanitize file replaces both. What the figure
+    supports is an assertion in the code that computed it (the check's `err <= tol`), which every run re-tests."""
+
+    def __init__(self, value, fmt: str = ".0e"):
+        self.value = value
+        if isinstance(value, str):
+            shown = value
+        elif value == 0:
+            shown = "0"
+        elif not np.isfinite(value):
+            shown = str(float(value))
+        else:
+            shown = format(float(value), fmt)
+        super().__init__(f"{MEASURED_OPEN}{shown}{MEASURED_CLOSE}",
+                         f'<span class="{MEASURED_CLASS}" title="{MEASURED_TITLE}">{html.escape(shown)}</span>')
+
+    def __repr__(self):
+        return self.text
+
+    def __format__(self, spec):
+        return format(self.text, spec)
+
+    def _repr_html_(self):
+        return self.html
+
+
+def measured(value, fmt: str = ".0e") -> Measured:
+    """A processor-dependent figure as the reader sees it and nbval does not compare it (see Measured)."""
+    return Measured(value, fmt)
+
+
 AGREEMENT_CLASSES = {"agrees": "pk-agrees", "disagrees": "pk-disagrees", "proposed": "pk-proposed"}
 
 
@@ -55,7 +102,9 @@ class Table:
         self.css_class, self.row_ids = css_class, row_ids  # row_ids: an HTML id per row, for links into the table
 
     def __repr__(self):
-        widths = [max(len(x) for x in col) for col in zip(self.head, *self.rows)]
+        # a measured cell counts as MEASURED_WIDTH wide, so a column's width never depends on a measured figure
+        widths = [max(MEASURED_WIDTH if isinstance(c, Measured) else len(str(c)) for c in col)
+                  for col in zip(self.head, *self.cells)]
         lines = [self.head, ["-" * w for w in widths], *self.rows]
         body = "\n".join("  ".join(c.ljust(w) for c, w in zip(r, widths)).rstrip() for r in lines)
         return (self.caption + "\n" if self.caption else "") + body

@@ -15,6 +15,7 @@ import re
 
 import numpy as np
 
+from .display import Measured
 from .checks import CheckResult, _Worst, _as_list, _attr_text, _call_vjp, _is_float, _max_err, _shapes_text, _shown_name
 from .evidence import record
 from .onnxrun import run_onnx
@@ -204,7 +205,7 @@ def check_vjp_ort(op, vjp, inputs, attrs=None, *, seed=0, rtol=1e-4, atol=1e-5,
         else:
             err = _max_err(mine, t)
             tol = atol + rtol * max(float(np.max(np.abs(mine))) if mine.size else 0.0, 1.0)
-            agree, why = err <= tol, f"max difference {err:.3e} > tolerance {tol:.1e}"
+            agree, why = err <= tol, f"max difference {Measured(err)} > tolerance {Measured(tol)}"
         if name in disagree:
             if agree:
                 raise AssertionError(f"{op}: a disagreement with ONNX Runtime is declared for {shown}, but its "

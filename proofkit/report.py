@@ -6,14 +6,17 @@ end of the cell they are shown as one table: the check, the variant, the inputs 
 for, the largest error against its tolerance, and notes (inputs vjp gives no gradient, what ONNX Runtime lacks, a
 declared difference). A result the chapter prints or formats keeps its sentence and is left out of the table.
 
-Errors are shown as the power of ten above them (≤ 1e-9), so the table is identical on every run.
+The largest error and the tolerance it was tested against (atol + rtol·scale, computed from the data) are measured
+figures: they depend on the floating-point path of the processor that ran the check, so they are shown to one
+significant digit as `Measured` cells, which nbval does not compare (proofkit.display.Measured, nbval-sanitize.cfg).
+Everything else in the table (which check, on which inputs and attributes, what it passed for) is the same on every
+processor, and the figures' claim, error ≤ tolerance, is asserted by the check itself. An exact comparison (integer
+outputs, outputs unchanged under a perturbation) shows its 0 plainly: equality does not depend on the processor.
 """
 
 from __future__ import annotations
 
-import math
-
-from .display import Table
+from .display import Measured, Table
 
 TABLED = ("forward", "symbolic", "finite-difference", "PyTorch autograd", "ONNX Runtime", "zero-derivative")
 _pending: list = []
@@ -26,18 +29,19 @@ def collect(result) -> None:
         _pending.append(result)
 
 
-def error_text(err) -> str:
+def error_text(err, exact: bool = False):
+    """The largest error: '—' where nothing was compared, a plain 0 for an exact comparison, else measured."""
     if err is None:
         return "—"
-    if err == 0:
+    if exact:
+        assert err == 0, "an exact comparison that passed has no error"
         return "0"
-    if not math.isfinite(err):
-        return str(err)
-    return f"≤ 1e{math.ceil(math.log10(err))}"
+    return Measured(err)
 
 
-def tolerance_text(tol) -> str:
-    return "—" if tol is None else f"{tol:.0e}"
+def tolerance_text(tol):
+    """The tolerance the largest error was tested against (computed from the data): measured, or '—'."""
+    return "—" if tol is None else Measured(tol)
 
 
 class CheckTable:
@@ -51,7 +55,7 @@ class CheckTable:
         rows = []
         for r in self.results:
             rows.append([r.kind] + ([r.label] if labelled else [])
-                        + [r.inputs or "—", r.attrs or "—", ", ".join(r.names) or "—", error_text(r.error),
+                        + [r.inputs or "—", r.attrs or "—", ", ".join(r.names) or "—", error_text(r.error, r.exact),
                            tolerance_text(r.tol), r.table_notes()])
         ops = sorted({r.op for r in self.results})
         n = len(self.results)

@@ -94,9 +94,17 @@ def test_run_executes_in_place_top_to_bottom(tmp_path):
     assert "".join(cells[1]["outputs"][0]["data"]["text/plain"]) == "42"
 
 
-def test_cli_reports_unknown_operators(capsys):
-    with pytest.raises(ValueError, match="Did you mean Softmax"):
-        main(["new", "SoftMax"])
+def test_cli_reports_unknown_operators_as_a_usage_error_without_a_traceback(capsys):
+    assert main(["new", "SoftMax"]) == 2
+    err = capsys.readouterr().err
+    assert len(err.strip().splitlines()) == 1 and "Did you mean Softmax" in err
+    assert err.startswith("python -m proofkit: error: 'SoftMax' is not an operator")
+
+
+def test_cli_refuses_to_overwrite_a_chapter_in_one_line(capsys):
+    assert main(["new", "Relu"]) == 2
+    err = capsys.readouterr().err
+    assert len(err.strip().splitlines()) == 1 and "exists; pass --force to overwrite it" in err
 
 
 def test_the_disagreements_page_quotes_each_argument_and_lists_proposals():
