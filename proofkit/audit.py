@@ -317,6 +317,22 @@ VERDICTS_SCHEMA = {
 }
 
 
+def policy_departures(root: Path = ROOT, outputs: dict[str, dict[str, list]] | None = None):
+    """Every special point where a chapter's vjp departs from the book's convention policy, with the chapter's reason,
+    from the chapters' stored conventions (Special(..., departs=...)): the table book/method shows."""
+    from .display import Rich, Table
+
+    outputs = collect_outputs(root) if outputs is None else outputs
+    rows = []
+    for op, payloads in by_mime(outputs, CONVENTIONS_MIME).items():
+        for point in (p for payload in payloads for p in payload["points"] if p.get("departs")):
+            rows.append([Rich(op, f'<a href="../proofs/{op}.html">{op}</a>'), point["at"], point["input"],
+                         point["vjp"], point["departs"]])
+    return Table(["chapter", "point", "input", "vjp returns", "why it departs"], rows or [["(none)", "", "", "", ""]],
+                 caption=f"Departures from the convention policy: {len(rows)} special point"
+                         f"{'s' if len(rows) != 1 else ''}, from the chapters' stored tables")
+
+
 def verdicts_document(verdicts: dict[str, dict], conventions: dict[str, list]) -> dict:
     """The verdicts as data (verdicts.json): what exporters and runtimes read to know which inputs need gradients."""
     rows = []

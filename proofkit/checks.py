@@ -36,6 +36,7 @@ class CheckResult:
     error: float | None = None  # the largest error seen, against
     tol: float | None = None  # the tolerance at that error
     exact: bool = False  # the comparison was equality (integers, unchanged outputs): its 0 is not a measured figure
+    outcome: str = ""  # for a check that passed for no input: what happened instead (see `compared`)
     notes: str = ""  # what the table's notes column adds (directions, what ONNX Runtime lacks, ...)
     label: str = ""
     shown: bool = field(default=False, repr=False, compare=False)
@@ -48,6 +49,17 @@ class CheckResult:
         text = " ".join(str(p) for p in parts)
         self.label = " ".join(text.split()).rstrip(":->= ").strip()
         return self
+
+    @property
+    def compared(self) -> bool:
+        """Whether the check compared anything: it passed for at least one input or output. A check whose `vjp`
+        returned None for every input, or that ONNX Runtime gave no gradient for, compared nothing: it is shown as
+        such, never as a pass, and records nothing that a verdict counts as a comparison."""
+        return bool(self.names)
+
+    def shown_outcome(self) -> str:
+        """What the table's "passed for" column says: the names, or what happened instead of a comparison."""
+        return ", ".join(self.names) if self.compared else (self.outcome or "nothing compared")
 
     def table_notes(self) -> str:
         notes = [self.notes] if self.notes else []

@@ -25,7 +25,8 @@ from .schema import op_info
 class Special:
     """One special point: a label, the op's inputs there (schema order), and what vjp must return for each named
     input (a number or array; None for no gradient). `cotangents` defaults to ones on every float output. `torch` and
-    `ort` hold the reason for a declared difference from PyTorch or ONNX Runtime at this point."""
+    `ort` hold the reason for a declared difference from PyTorch or ONNX Runtime at this point; `departs` the reason
+    the chapter's value here departs from the book's convention policy (book/method), which lists every departure."""
 
     at: str
     inputs: list
@@ -34,6 +35,7 @@ class Special:
     torch: str | None = None
     ort: str | None = None
     attrs: dict = field(default_factory=dict)
+    departs: str | None = None
 
 
 def _same(a, b, rtol) -> bool:
@@ -72,7 +74,7 @@ def check_conventions(op, vjp, points: list[Special], *, twin=None, attrs=None, 
     a difference with its reason. Prints the table: point, input, vjp, PyTorch, ONNX Runtime, agreement.
     """
     info = op_info(op)
-    rows, notes, named = [], [], []
+    rows, notes, named, departs = [], [], [], []
     for p in points:
         attrs_p = {**(attrs or {}), **p.attrs}
         full = info.with_defaults(attrs_p)
@@ -96,8 +98,8 @@ def check_conventions(op, vjp, points: list[Special], *, twin=None, attrs=None, 
                                      "so ONNX Runtime would see another point")
             try:
                 og = ort_gradient(op, x32, cot, attrs_p)
-            except NoGradientBuilder:
-                ort_note = "no builder"
+            except NoGradientBuilder as e:
+                ort_note = "refused" if e.refused else "no builder"
         torch_ok = ort_ok = True
         for i, x in enumerate(xs):
             name, shown = info.input_name(i), _shown_name(info, i)
@@ -123,9 +125,13 @@ def check_conventions(op, vjp, points: list[Special], *, twin=None, attrs=None, 
                 agree.append("PyTorch agrees" if t_same else "PyTorch differs")
             if og is not None:
                 agree.append("ONNX Runtime agrees" if o_same else "ONNX Runtime differs")
+            ran = [v for v, side in ((t_val, tg), (o_val, og)) if side is not None]
+            if got is None and ran and all(v is None for v in ran):
+                agree = ["None on every side: nothing compared"]  # vjp's None is asserted; no value was compared
             o_text = ort_note or ("not run" if not ort else ("None" if o_val is None else _fmt(o_val)))
             rows.append([p.at, shown, _fmt(got), "not run" if tg is None else _fmt(t_val), o_text,
                          ", ".join(agree) or "vjp asserted"])
+            departs.append(p.departs or "")
             if name not in named:
                 named.append(name)
         for who, ok, reason in (("PyTorch", torch_ok, p.torch), ("ONNX Runtime", ort_ok, p.ort)):
@@ -137,11 +143,13 @@ def check_conventions(op, vjp, points: list[Special], *, twin=None, attrs=None, 
                                      "vjp; update the chapter")
             if reason and not ok:
                 notes.append(f"{who} at {p.at}: {reason}")
+        if p.departs:
+            notes.append(f"departure from the book's convention policy at {p.at}: {p.departs}")
     for name in named:
         record(op, name, "convention", vjp)
     table = Table(["point", "input", "vjp", "PyTorch", "ONNX Runtime", "agreement"], rows,
                   caption=f"{op}: vjp at the special points (asserted)", css_class="proofkit-table proofkit-conventions")
-    return ConventionResult(op, table, notes)
+    return ConventionResult(op, table, notes, departs)
 
 
 CONVENTIONS_MIME = "application/vnd.proofkit.conventions+json"
@@ -150,12 +158,14 @@ CONVENTIONS_MIME = "application/vnd.proofkit.conventions+json"
 class ConventionResult(CheckResult):
     """The asserted table; its points are also stored as data (CONVENTIONS_MIME) for the published verdicts."""
 
-    def __init__(self, op, table, notes):
+    def __init__(self, op, table, notes, departs=None):
         super().__init__("conventions", op, [], summary="")
         self.table, self.notes = table, notes
+        self.departs = list(departs or [""] * len(table.rows))  # per row: why it departs from the policy, or ""
 
     def as_json(self) -> dict:
-        return {"op": self.op, "points": [{"at": r[0], "input": r[1], "vjp": r[2]} for r in self.table.rows]}
+        return {"op": self.op, "points": [{"at": r[0], "input": r[1], "vjp": r[2], **({"departs": d} if d else {})}
+                                          for r, d in zip(self.table.rows, self.departs)]}
 
     def _repr_mimebundle_(self, include=None, exclude=None):
         return {"text/plain": repr(self), "text/html": self._repr_html_(), CONVENTIONS_MIME: self.as_json()}

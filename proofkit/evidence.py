@@ -10,7 +10,10 @@ Kinds of record, for an input or output name:
 - "fd", "torch", "ort": vjp matched finite differences of onnx.reference, PyTorch autograd, ONNX Runtime's gradient.
 - "called" (under the empty name, not a formal one): the finite-difference check ran on this vjp for the operator,
   even one without inputs, so that the verdict can tell the checked vjp from another.
-- "ort-none": ONNX Runtime's gradient graph has no gradient for this input (or no builder for the op).
+- "ort-none": ONNX Runtime cannot differentiate the operator (no gradient builder, or it cannot load the node), or
+  its gradient graph has no gradient for this input: nothing to compare, and a fact about ONNX Runtime.
+- "ort-refused": ONNX Runtime has a builder but refused this node (the builder failed on its attributes, or the graph
+  it built failed to run): nothing was compared, and the verdict does not count it.
 - "rule": a hand-written rule was proved equal to Jᵀḡ and vjp was tied to it at sampled points of every piece.
 - "none": vjp returned None for a float input.
 - "discrete-type": the value had an integer, bool or string type in a checked call.

@@ -26,8 +26,16 @@ OPSET, IR_VERSION = 21, 10
 
 
 class NoGradientBuilder(Exception):
-    """ONNX Runtime has no gradient builder for the operator, or could not build the gradient graph; the message
-    quotes ONNX Runtime's own."""
+    """ONNX Runtime gave no gradient for the node; the message quotes ONNX Runtime's own.
+
+    `refused` tells the two cases apart: False where ONNX Runtime cannot differentiate the operator at all (no gradient
+    builder is registered for it, or it cannot load the node at the opset it reads), True where a builder exists but
+    the runtime refused this node (its builder failed on these attributes, or the graph it built failed to run). A
+    refusal is not a statement about the operator, so it never stands in for a comparison (proofkit.verdict)."""
+
+    def __init__(self, message: str, *, refused: bool = False):
+        super().__init__(message)
+        self.refused = refused
 
 
 def _reason(text: str) -> str:
@@ -135,7 +143,7 @@ def ort_gradient(op, inputs, cotangents, attrs=None) -> list:
                 wanted.discard(max(wanted))
                 continue
             raise NoGradientBuilder(f"ONNX Runtime {ort_version()} could not build the gradient graph of {op}: "
-                                    f"{_reason(first_error or text)}") from None
+                                    f"{_reason(first_error or text)}", refused=True) from None
     grad_model = onnx.load_from_string(builder.get_model())
     options = ort.SessionOptions()
     options.log_severity_level = 3
@@ -147,7 +155,7 @@ def ort_gradient(op, inputs, cotangents, attrs=None) -> list:
                               sess.run(None, {k: v for k, v in feeds.items() if k in wanted_feeds})))
     except Exception as e:  # noqa: BLE001 - the graph was built but does not run: ONNX Runtime's own failure
         raise NoGradientBuilder(f"ONNX Runtime {ort_version()} built the gradient graph of {op} but could not run "
-                                f"it: {_reason(str(e).split('Status Message: ')[-1])}") from None
+                                f"it: {_reason(str(e).split('Status Message: ')[-1])}", refused=True) from None
     return [np.asarray(result[f"{n}_grad"], np.float64) if n in wanted and f"{n}_grad" in result else None
             for n in names]
 
@@ -181,14 +189,16 @@ def check_vjp_ort(op, vjp, inputs, attrs=None, *, seed=0, rtol=1e-4, atol=1e-5,
     try:
         theirs = ort_gradient(op, x, cot, attrs)
     except NoGradientBuilder as e:
+        # a refusal of this node is recorded as such: only a missing builder is a fact about the operator
         for i, v in enumerate(x):
             if _is_float(v):
-                record(op, info.input_name(i), "ort-none", vjp, detail=str(e))
+                record(op, info.input_name(i), "ort-refused" if e.refused else "ort-none", vjp, detail=str(e))
         if disagree:
-            raise AssertionError(f"{op}: a disagreement with ONNX Runtime is declared, but it has no gradient builder")
+            raise AssertionError(f"{op}: a disagreement with ONNX Runtime is declared, but it gave no gradient: {e}")
         attempt = "" if "could not run" in str(e) else "the attempt to build its gradient graph failed; "
         return CheckResult("ONNX Runtime", op, [], summary=f"ONNX Runtime check of {op}: {e} ({attempt}{where})",
-                           inputs=_shapes_text(x), attrs=_attr_text(attrs), notes=str(e))
+                           inputs=_shapes_text(x), attrs=_attr_text(attrs), notes=str(e),
+                           outcome="refused by ONNX Runtime" if e.refused else "nothing compared")
     ours = _call_vjp(op, vjp, x, cot, full)
     checked, missing, witnesses, worst = [], [], [], _Worst()
     for i, (g, t) in enumerate(zip(ours, theirs)):
@@ -227,7 +237,7 @@ def check_vjp_ort(op, vjp, inputs, attrs=None, *, seed=0, rtol=1e-4, atol=1e-5,
     fields = dict(inputs=_shapes_text(x), attrs=_attr_text(attrs), notes=notes)
     if not checked:
         return CheckResult("ONNX Runtime", op, [], summary=f"ONNX Runtime check of {op}: no input agrees; {detail}",
-                           **fields)
+                           outcome="differs (declared)" if witnesses else "nothing compared", **fields)
     return CheckResult("ONNX Runtime", op, checked, detail, error=worst.err, tol=worst.tol, **fields)
 
 

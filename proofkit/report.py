@@ -55,12 +55,15 @@ class CheckTable:
         rows = []
         for r in self.results:
             rows.append([r.kind] + ([r.label] if labelled else [])
-                        + [r.inputs or "—", r.attrs or "—", ", ".join(r.names) or "—", error_text(r.error, r.exact),
+                        + [r.inputs or "—", r.attrs or "—", r.shown_outcome(), error_text(r.error, r.exact),
                            tolerance_text(r.tol), r.table_notes()])
         ops = sorted({r.op for r in self.results})
         n = len(self.results)
-        self.table = Table(head, rows, caption=f"{', '.join(ops)}: {n} check{'s' if n != 1 else ''} run in this cell, none failed",
-                           css_class="proofkit-table proofkit-checks")
+        idle = sum(not r.compared for r in self.results)
+        caption = f"{', '.join(ops)}: {n} check{'s' if n != 1 else ''} run in this cell, none failed"
+        if idle:
+            caption += f"; {'every one' if idle == n else f'{idle} of them'} compared nothing"
+        self.table = Table(head, rows, caption=caption, css_class="proofkit-table proofkit-checks")
 
     def __repr__(self):
         return repr(self.table)

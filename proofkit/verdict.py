@@ -26,10 +26,19 @@ WITNESSES = {"kink", "jump", "unbounded"}
 #: What each required kind of evidence is called in an error.
 REQUIRED = {"fd": "the finite-difference check (check_vjp_fd)",
             "rule": "a hand-written rule proved equal to Jᵀḡ and tied to vjp (check_vjp_symbolic)",
-            "ort": "the ONNX Runtime check (check_vjp_ort), which also records where it has no gradient"}
+            "ort": "an ONNX Runtime check (check_vjp_ort) that compared a gradient or found that ONNX Runtime has "
+                   "none for this input (a node it refused to differentiate or run compares nothing)"}
 
 #: MIME type under which the verdict is stored in the notebook, for the audit page.
 VERDICT_MIME = "application/vnd.proofkit.verdict+json"
+
+
+FLOAT_ELEMENTS = ("tensor(float16)", "tensor(float)", "tensor(double)", "tensor(bfloat16)")
+
+
+def _admits_float(types) -> bool:
+    """A type list that holds a float tensor, alone or in a sequence or optional."""
+    return any(t.endswith(e) or f"{e})" in t for t in types for e in FLOAT_ELEMENTS)
 
 
 def row_anchor(op: str, name: str) -> str:
@@ -41,6 +50,7 @@ EVIDENCE_TEXT = {
     "forward": "model = onnx.reference", "fd": "finite differences of onnx.reference",
     "rule": "hand rule = Jᵀḡ (SymPy)", "torch": "PyTorch autograd", "ort": "ONNX Runtime's gradient agrees",
     "ort-none": "ONNX Runtime has no gradient", "ort-differs": "ONNX Runtime differs (declared)",
+    "ort-refused": "ONNX Runtime refused a node (nothing compared)",
     "zero": "zero derivative (finite differences)", "convention": "special points asserted",
     "none": "vjp returns None", "discrete-type": "discrete type", "outputs-discrete": "every output discrete",
     "selects": "only its shape and type are read",
@@ -171,6 +181,13 @@ class Claim:
                                    "(an integer, bool or string type), saw every output discrete, or saw that only "
                                    "its shape and type are read (witness_selects); a float input that is none of "
                                    "these is differentiable or zero almost everywhere")
+            if v == "non-differentiable" and self._float_to_float(f) and "float-path" not in facts:
+                # the schema lets a float value of this input meet a float output: a verdict that no checked call
+                # exercised on that path rests on the author's choice of cases (BitCast checked with integer `to`)
+                raise VerdictError(f"{op}: {f.name} is called non-differentiable, and the schema admits a float value "
+                                   "of it with a float output, but no checked call gave vjp that path; check a call "
+                                   "with a float output (then witness_selects, or call it differentiable or zero "
+                                   "almost everywhere)")
             if v == "non-differentiable" and "float-path" in facts and "selects" not in facts:
                 # an integer-typed instance, or a call whose outputs were all discrete, says nothing about a float
                 # value of this input that reached a float output
@@ -199,6 +216,10 @@ class Claim:
                 raise VerdictError(f"{op}: output {f.name} is called non-differentiable, but no check saw it take a "
                                    "discrete type, and it depends on an input that is not non-differentiable")
         self._check_integer_inputs(vjp)
+
+    def _float_to_float(self, formal) -> bool:
+        """Whether the schema admits a float value of this input together with a float value of some output."""
+        return _admits_float(formal.types) and any(_admits_float(o.types) for o in self.info.outputs)
 
     def _witness_at(self, name) -> str:
         recs = [r for r in evidence.recorded(self.op) if r.name == name and r.kind in WITNESSES]

@@ -10,7 +10,9 @@ import torch
 from proofkit import (Claim, Special, VerdictError, check_conventions, check_vjp_fd, check_vjp_ort,
                       check_vjp_symbolic, check_vjp_torch, check_zero_almost_everywhere, recorded, samplers,
                       witness_jump, witness_kink, witness_selects)
+from proofkit import evidence
 from proofkit.evidence import _reset
+from proofkit.evidence import facts as evidence_facts
 from proofkit.verdict import VERDICT_MIME
 
 X = samplers.uniform((3, 4), seed=3, avoid=[0.0], margin=1e-3)
@@ -327,3 +329,86 @@ def test_an_operator_without_inputs_binds_its_output():
     value = onnx.numpy_helper.from_array(np.array([1.5, 2.0]))
     check_vjp_fd("Constant", vjp, [], {"value": value})
     Claim("Constant", {"output": ("non-differentiable", "no input to differentiate with respect to")}).verdict(vjp)
+
+
+def _avgpool_vjp(inputs, cotangents, kernel_shape, pads=None, count_include_pad=0, **attrs):
+    """AveragePool's rule for one 1-D channel with stride 1 (enough for the test)."""
+    (X,), (g,) = inputs, cotangents
+    k, (lo, hi) = kernel_shape[0], (pads or [0, 0])
+    n, out = X.shape[-1], np.zeros(X.shape)
+    for j in range(g.shape[-1]):
+        window = [i for i in range(j - lo, j - lo + k) if 0 <= i < n]
+        for i in window:
+            out[..., i] += g[..., j] / len(window)
+    return [out]
+
+
+def test_a_runtime_refusal_is_recorded_as_such_and_never_meets_the_ort_requirement():
+    # ONNX Runtime's AveragePool gradient graph refuses pads >= kernel ("Pad should be smaller than kernel")
+    X = samplers.normal((1, 1, 6), seed=3)
+    attrs = {"kernel_shape": [2], "pads": [2, 2]}
+    result = check_vjp_ort("AveragePool", _avgpool_vjp, [X], attrs)
+    assert not result.compared and result.shown_outcome() == "refused by ONNX Runtime"
+    assert "could not run it" in repr(result) and "Pad should be smaller than kernel" in repr(result)
+    assert {r.kind for r in recorded("AveragePool")} == {"ort-refused"}
+    facts = evidence_facts("AveragePool", "X", _avgpool_vjp)
+    assert "ort-refused" in facts and not facts & {"ort", "ort-none", "ort-differs"}
+
+
+def test_a_differentiable_verdict_whose_only_ort_check_was_refused_is_rejected():
+    X = samplers.normal((1, 1, 6), seed=3)
+    attrs = {"kernel_shape": [2], "pads": [2, 2], "count_include_pad": 1}  # windows wholly in padding average 0
+    claim = Claim("AveragePool", {"X": ("differentiable", "linear"), "Y": ("differentiable", "of X")})
+    plain = {"kernel_shape": [2], "count_include_pad": 1}
+    check_vjp_fd("AveragePool", _avgpool_vjp, [X], plain)
+    evidence.record("AveragePool", "X", "rule", _avgpool_vjp)  # stands for check_vjp_symbolic here
+    check_vjp_ort("AveragePool", _avgpool_vjp, [X], attrs)
+    with pytest.raises(VerdictError, match="lacks an ONNX Runtime check .* that compared a gradient"):
+        claim.verdict(_avgpool_vjp)
+    check_vjp_ort("AveragePool", _avgpool_vjp, [X], plain)  # compares
+    claim.verdict(_avgpool_vjp)
+
+
+def test_a_check_that_compares_nothing_is_shown_as_such_in_the_cell_table():
+    from proofkit import report
+    none = check_vjp_fd("Floor", lambda i, c, **a: [None], [samplers.normal((3,), seed=1)])
+    real = check_vjp_fd("Neg", lambda i, c, **a: [-np.asarray(c[0])], [samplers.normal((3,), seed=1)])
+    assert not none.compared and real.compared
+    table = report.CheckTable([none, real])
+    assert [r[3] for r in table.table.rows] == ["nothing compared", "X"]
+    assert table.table.caption.endswith("none failed; 1 of them compared nothing")
+    assert report.CheckTable([none]).table.caption.endswith("none failed; every one compared nothing")
+    assert report.CheckTable([real]).table.caption.endswith("run in this cell, none failed")
+
+
+def test_none_against_none_at_a_special_point_is_not_called_agreement():
+    from proofkit import Special, check_conventions
+
+    def floor_vjp(i, c, **a):
+        return [None]
+    result = check_conventions("Floor", floor_vjp, [Special("x = 1", [np.array([1.0])], {"X": None})],
+                               twin=lambda X: torch.floor(X.detach()))  # no gradient path: PyTorch gives None
+    assert result.table.rows[0][-1] == "None on every side: nothing compared"
+
+
+def test_a_declared_departure_from_the_policy_is_stored_and_listed_by_the_method_page(tmp_path):
+    import nbformat
+
+    from proofkit.audit import policy_departures
+    from proofkit.conventions import CONVENTIONS_MIME
+
+    result = check_conventions("Relu", relu_vjp, [
+        Special("X = 0", [np.array(0.0)], {"X": 0.0}),
+        Special("X = 0 (again)", [np.array(0.0)], {"X": 0.0}, departs="a reason of the chapter's own")], twin=torch.relu)
+    payload = result.as_json()
+    assert [p.get("departs") for p in payload["points"]] == [None, "a reason of the chapter's own"]
+    assert "departure from the book's convention policy at X = 0 (again)" in repr(result)
+    (tmp_path / "proofs").mkdir()
+    nb = nbformat.v4.new_notebook(cells=[nbformat.v4.new_code_cell("")])
+    nb.cells[0].outputs = [nbformat.v4.new_output("display_data", data={CONVENTIONS_MIME: payload})]
+    nbformat.write(nb, tmp_path / "proofs" / "Relu.ipynb")
+    table = policy_departures(tmp_path)
+    assert [r[1:] for r in table.rows] == [["X = 0 (again)", "X", "0.0", "a reason of the chapter's own"]]
+    assert 'href="../proofs/Relu.html"' in table._repr_html_()
+    (tmp_path / "proofs" / "Relu.ipynb").unlink()
+    assert "0 special points" in policy_departures(tmp_path).caption
