@@ -29,8 +29,9 @@ class NoGradientBuilder(Exception):
     """ONNX Runtime gave no gradient for the node; the message quotes ONNX Runtime's own.
 
     `refused` tells the two cases apart: False where ONNX Runtime cannot differentiate the operator at all (no gradient
-    builder is registered for it, or it cannot load the node at the opset it reads), True where a builder exists but
-    the runtime refused this node (its builder failed on these attributes, or the graph it built failed to run). A
+    builder is registered for it, it cannot load the node at the opset it reads, or its graph has no gradient edge to
+    the inputs: "unreachable from the output node(s)"), True where a builder exists but the runtime refused this node
+    (its builder failed on these attributes, or the graph it built failed to run). A
     refusal is not a statement about the operator, so it never stands in for a comparison (proofkit.verdict)."""
 
     def __init__(self, message: str, *, refused: bool = False):
@@ -142,8 +143,12 @@ def ort_gradient(op, inputs, cotangents, attrs=None) -> list:
                 first_error = first_error or text
                 wanted.discard(max(wanted))
                 continue
+            # "unreachable from the output node(s)": ONNX Runtime's graph has no gradient edge through the operator
+            # to these inputs (it treats them as non-differentiable), a fact about the operator; any other build
+            # failure is a refusal of this node
+            reason = first_error or text
             raise NoGradientBuilder(f"ONNX Runtime {ort_version()} could not build the gradient graph of {op}: "
-                                    f"{_reason(first_error or text)}", refused=True) from None
+                                    f"{_reason(reason)}", refused="unreachable from the output" not in reason) from None
     grad_model = onnx.load_from_string(builder.get_model())
     options = ort.SessionOptions()
     options.log_severity_level = 3
