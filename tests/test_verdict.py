@@ -412,3 +412,28 @@ def test_a_declared_departure_from_the_policy_is_stored_and_listed_by_the_method
     assert 'href="../proofs/Relu.html"' in table._repr_html_()
     (tmp_path / "proofs" / "Relu.ipynb").unlink()
     assert "0 special points" in policy_departures(tmp_path).caption
+
+
+def test_a_non_differentiable_float_input_needs_a_checked_float_to_float_call():
+    # BitCast from float64 checked only with an integer `to`: every output was discrete, which used to be enough
+    from onnx import TensorProto
+
+    def bitcast_vjp(inputs, cotangents, **attrs):
+        return [None]
+    claim = Claim("BitCast", {"input": ("non-differentiable", "bits"), "output": ("non-differentiable", "bits")})
+    x = samplers.normal((3,), seed=2)
+    check_vjp_fd("BitCast", bitcast_vjp, [x], {"to": TensorProto.INT64})
+    with pytest.raises(VerdictError, match="schema admits a float value of it with a float output, but no checked "
+                                           "call gave vjp that path"):
+        claim.verdict(bitcast_vjp)
+    check_vjp_fd("BitCast", bitcast_vjp, [x], {"to": TensorProto.DOUBLE})  # the float path, now checked
+    with pytest.raises(VerdictError, match="witness_selects"):  # and its values are read: not non-differentiable
+        claim.verdict(bitcast_vjp)
+
+
+def test_the_forward_check_shows_the_tolerance_it_tests():
+    from proofkit import check_forward
+    y = np.array([100.0, -3.0])
+    result = check_forward("Neg", lambda i, **a: [-np.asarray(i[0])], [y], rtol=1e-6, atol=1e-9)
+    assert result.tol == pytest.approx(1e-9 + 1e-6 * 100)  # atol + rtol·max|y|, not max(rtol, atol)
+    assert "tolerance 1e-09 + 1e-06·max|y|" in repr(result)
