@@ -437,3 +437,20 @@ def test_the_forward_check_shows_the_tolerance_it_tests():
     result = check_forward("Neg", lambda i, **a: [-np.asarray(i[0])], [y], rtol=1e-6, atol=1e-9)
     assert result.tol == pytest.approx(1e-9 + 1e-6 * 100)  # atol + rtol·max|y|, not max(rtol, atol)
     assert "tolerance 1e-09 + 1e-06·max|y|" in repr(result)
+
+
+def test_zero_almost_everywhere_accepts_an_unbounded_quotient_as_the_discontinuity():
+    from proofkit import witness_unbounded
+    pts = samplers.uniform((5,), seed=4, avoid=[lambda v: v - np.round(v)], margin=1e-3)
+    claim = Claim("Floor", {"X": ("zero almost everywhere", "steps"), "Y": ("zero almost everywhere", "steps")})
+
+    def floor_vjp(i, c, **a):
+        return [None]
+
+    check_vjp_fd("Floor", floor_vjp, [pts])
+    check_zero_almost_everywhere("Floor", [pts])
+    check_conventions("Floor", floor_vjp, [Special("X = 1", [np.array(1.0)], {"X": None})], twin=torch.floor)
+    with pytest.raises(VerdictError, match="no witness of the null set"):
+        claim.verdict(floor_vjp)
+    witness_unbounded("Floor", [np.array([1.0])], side="left")  # floor(1 - h) = 0, floor(1) = 1
+    claim.verdict(floor_vjp)
