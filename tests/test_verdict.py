@@ -174,7 +174,9 @@ def test_no_gradient_builder_is_recorded_from_the_attempt():
     assert {r.kind for r in recorded("Tan")} == {"ort-none"}
 
 
-def test_zero_almost_everywhere_needs_the_zero_check_a_jump_and_conventions():
+@pytest.mark.parametrize("discontinuity", ["jump", "unbounded"])  # a jump, or a quotient unbounded beside a step
+def test_zero_almost_everywhere_needs_the_zero_check_a_jump_and_conventions(discontinuity):
+    from proofkit import witness_unbounded
     pts = samplers.uniform((5,), seed=4, avoid=[lambda v: v - np.round(v)], margin=1e-3)
     claim = Claim("Floor", {"X": ("zero almost everywhere", "steps"), "Y": ("zero almost everywhere", "steps")})
 
@@ -184,7 +186,10 @@ def test_zero_almost_everywhere_needs_the_zero_check_a_jump_and_conventions():
     check_vjp_fd("Floor", floor_vjp, [pts])
     with pytest.raises(VerdictError, match="no witness of the null set"):
         claim.verdict(floor_vjp)
-    witness_jump("Floor", [np.array([1.0])])
+    if discontinuity == "jump":
+        witness_jump("Floor", [np.array([1.0])])
+    else:
+        witness_unbounded("Floor", [np.array([1.0])], side="left")  # floor(1 - h) = 0, floor(1) = 1
     check_conventions("Floor", floor_vjp, [Special("X = 1", [np.array(1.0)], {"X": None})], twin=torch.floor)
     with pytest.raises(VerdictError, match="zero almost everywhere without the zero-derivative check"):
         claim.verdict(floor_vjp)
@@ -439,18 +444,12 @@ def test_the_forward_check_shows_the_tolerance_it_tests():
     assert "tolerance 1e-09 + 1e-06·max|y|" in repr(result)
 
 
-def test_zero_almost_everywhere_accepts_an_unbounded_quotient_as_the_discontinuity():
-    from proofkit import witness_unbounded
-    pts = samplers.uniform((5,), seed=4, avoid=[lambda v: v - np.round(v)], margin=1e-3)
-    claim = Claim("Floor", {"X": ("zero almost everywhere", "steps"), "Y": ("zero almost everywhere", "steps")})
-
-    def floor_vjp(i, c, **a):
-        return [None]
-
-    check_vjp_fd("Floor", floor_vjp, [pts])
-    check_zero_almost_everywhere("Floor", [pts])
-    check_conventions("Floor", floor_vjp, [Special("X = 1", [np.array(1.0)], {"X": None})], twin=torch.floor)
-    with pytest.raises(VerdictError, match="no witness of the null set"):
-        claim.verdict(floor_vjp)
-    witness_unbounded("Floor", [np.array([1.0])], side="left")  # floor(1 - h) = 0, floor(1) = 1
-    claim.verdict(floor_vjp)
+def test_a_declared_difference_is_a_comparison_a_refusal_is_not():
+    from proofkit import report
+    from proofkit.checks import CheckResult
+    differs = CheckResult("ONNX Runtime", "Neg", [], outcome="differs (declared)")
+    refused = CheckResult("ONNX Runtime", "Neg", [], outcome="refused by ONNX Runtime")
+    assert differs.compared and not refused.compared
+    assert report.CheckTable([differs, refused]).table.caption.endswith("none failed; 1 of them compared nothing")
+    assert [r[3] for r in report.CheckTable([differs, refused]).table.rows] == ["differs (declared)",
+                                                                                "refused by ONNX Runtime"]
