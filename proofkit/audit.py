@@ -16,7 +16,7 @@ import yaml
 from .families import FAMILIES, family_of, slug
 from .schema import list_ops, op_info
 from .conventions import CONVENTIONS_MIME
-from .display import INLINE_MARKUP
+from .display import INLINE_MARKUP, Rich, Table
 from .findings import FINDING_MIME, comparison
 from .verdict import DIFFERENTIABLE, VERDICT_MIME, VOCABULARY, row_anchor
 
@@ -320,8 +320,6 @@ VERDICTS_SCHEMA = {
 def policy_departures(root: Path = ROOT, outputs: dict[str, dict[str, list]] | None = None):
     """Every special point where a chapter's vjp departs from the book's convention policy, with the chapter's reason,
     from the chapters' stored conventions (Special(..., departs=...)): the table book/method shows."""
-    from .display import Rich, Table
-
     outputs = collect_outputs(root) if outputs is None else outputs
     rows = []
     for op, payloads in by_mime(outputs, CONVENTIONS_MIME).items():

@@ -18,6 +18,10 @@ from .onnxrun import run_onnx
 from .schema import op_info
 
 
+#: What a check's "passed for" column says when it passed for no input (CheckResult.outcome).
+NOTHING_COMPARED, REFUSED, DIFFERS_DECLARED = "nothing compared", "refused by ONNX Runtime", "differs (declared)"
+
+
 @dataclass
 class CheckResult:
     """What a check established; prints deterministically (the tolerance, never the machine-dependent error).
@@ -55,11 +59,11 @@ class CheckResult:
         """Whether the check compared anything: it passed for at least one input or output. A check whose `vjp`
         returned None for every input, or that ONNX Runtime gave no gradient for, compared nothing: it is shown as
         such, never as a pass, and records nothing that a verdict counts as a comparison."""
-        return bool(self.names) or self.outcome == "differs (declared)"  # a declared difference is a comparison
+        return bool(self.names) or self.outcome == DIFFERS_DECLARED  # a declared difference is a comparison
 
     def shown_outcome(self) -> str:
         """What the table's "passed for" column says: the names, or what happened instead of a comparison."""
-        return ", ".join(self.names) if self.names else (self.outcome or "nothing compared")
+        return ", ".join(self.names) if self.names else (self.outcome or NOTHING_COMPARED)
 
     def table_notes(self) -> str:
         notes = [self.notes] if self.notes else []

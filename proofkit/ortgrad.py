@@ -16,7 +16,8 @@ import re
 import numpy as np
 
 from .display import Measured
-from .checks import CheckResult, _Worst, _as_list, _attr_text, _call_vjp, _is_float, _max_err, _shapes_text, _shown_name
+from .checks import (DIFFERS_DECLARED, NOTHING_COMPARED, REFUSED, CheckResult, _Worst, _as_list, _attr_text,
+                     _call_vjp, _is_float, _max_err, _shapes_text, _shown_name)
 from .evidence import record
 from .onnxrun import run_onnx
 from .schema import op_info
@@ -203,7 +204,7 @@ def check_vjp_ort(op, vjp, inputs, attrs=None, *, seed=0, rtol=1e-4, atol=1e-5,
         attempt = "" if "could not run" in str(e) else "the attempt to build its gradient graph failed; "
         return CheckResult("ONNX Runtime", op, [], summary=f"ONNX Runtime check of {op}: {e} ({attempt}{where})",
                            inputs=_shapes_text(x), attrs=_attr_text(attrs), notes=str(e),
-                           outcome="refused by ONNX Runtime" if e.refused else "nothing compared")
+                           outcome=REFUSED if e.refused else NOTHING_COMPARED)
     ours = _call_vjp(op, vjp, x, cot, full)
     checked, missing, witnesses, worst = [], [], [], _Worst()
     for i, (g, t) in enumerate(zip(ours, theirs)):
@@ -242,7 +243,7 @@ def check_vjp_ort(op, vjp, inputs, attrs=None, *, seed=0, rtol=1e-4, atol=1e-5,
     fields = dict(inputs=_shapes_text(x), attrs=_attr_text(attrs), notes=notes)
     if not checked:
         return CheckResult("ONNX Runtime", op, [], summary=f"ONNX Runtime check of {op}: no input agrees; {detail}",
-                           outcome="differs (declared)" if witnesses else "nothing compared", **fields)
+                           outcome=DIFFERS_DECLARED if witnesses else NOTHING_COMPARED, **fields)
     return CheckResult("ONNX Runtime", op, checked, detail, error=worst.err, tol=worst.tol, **fields)
 
 
