@@ -58,7 +58,6 @@ class Measured(Rich):
     supports is an assertion in the code that computed it (the check's `err <= tol`), which every run re-tests."""
 
     def __init__(self, value, fmt: str = ".0e"):
-        self.value = value
         if isinstance(value, str):
             shown = value
         elif value == 0:
@@ -125,9 +124,11 @@ class Table:
                 "</table>")
 
 
+#: ONNX's float element types (the verdict asks the schema whether an input or output admits one)
+FLOAT_TYPES = ("float16", "float", "double", "bfloat16")
 # element types named by group in the signature table; the full list stays one click away
 TYPE_GROUPS = [
-    ("float types", ("float16", "float", "double", "bfloat16")),
+    ("float types", FLOAT_TYPES),
     ("float8 types", ("float8e4m3fn", "float8e4m3fnuz", "float8e5m2", "float8e5m2fnuz")),
     ("signed integers", ("int8", "int16", "int32", "int64")),
     ("unsigned integers", ("uint8", "uint16", "uint32", "uint64")),

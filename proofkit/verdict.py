@@ -8,7 +8,7 @@ import json
 import numpy as np
 
 from . import evidence
-from .display import Rich, Table, prose_html
+from .display import FLOAT_TYPES, Rich, Table, prose_html
 from .onnxrun import run_onnx
 from .schema import op_info
 
@@ -33,12 +33,10 @@ REQUIRED = {"fd": "the finite-difference check (check_vjp_fd)",
 VERDICT_MIME = "application/vnd.proofkit.verdict+json"
 
 
-FLOAT_ELEMENTS = ("tensor(float16)", "tensor(float)", "tensor(double)", "tensor(bfloat16)")
-
-
 def _admits_float(types) -> bool:
     """A type list that holds a float tensor, alone or in a sequence or optional."""
-    return any(t.endswith(e) or f"{e})" in t for t in types for e in FLOAT_ELEMENTS)
+    elements = [f"tensor({e})" for e in FLOAT_TYPES]
+    return any(t.endswith(e) or f"{e})" in t for t in types for e in elements)
 
 
 def row_anchor(op: str, name: str) -> str:
