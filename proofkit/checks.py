@@ -20,6 +20,7 @@ from .schema import op_info
 
 #: What a check's "passed for" column says when it passed for no input (CheckResult.outcome).
 NOTHING_COMPARED, REFUSED, DIFFERS_DECLARED = "nothing compared", "refused by ONNX Runtime", "differs (declared)"
+REFUSED_ONNXAD = "refused by onnx-ad"
 
 
 @dataclass

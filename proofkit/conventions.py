@@ -1,9 +1,9 @@
 """The chapter's values at its special points (kinks, ties, poles, domain edges, zero cotangents), asserted.
 
 `check_conventions` takes the chapter's table of special points with the value `vjp` must return at each, asserts
-`vjp` against it, runs PyTorch autograd of the chapter's twin and ONNX Runtime's gradient at the same points, and
-prints one compact table. A difference from PyTorch or ONNX Runtime is allowed only where it is declared with its
-reason, and a declared difference that has gone away fails too. The book's convention policy is in book/method.
+`vjp` against it, runs PyTorch autograd of the chapter's twin, ONNX Runtime's gradient and onnx-ad's adjoint model at
+the same points, and prints one compact table. A difference from PyTorch, ONNX Runtime or onnx-ad is allowed only where
+it is declared with its reason, and a declared difference that has gone away fails too. The book's convention policy is in book/method.
 """
 
 from __future__ import annotations
@@ -16,6 +16,7 @@ from .checks import (CheckResult, _as_list, _call_vjp, _is_float, _max_err, _sho
                      torch_leaves)
 from .display import Measured, Table
 from .evidence import record
+from .onnxad import NoOnnxAdGradient, onnxad_gradient
 from .onnxrun import run_onnx
 from .ortgrad import NoGradientBuilder, ort_gradient
 from .schema import op_info
@@ -24,8 +25,9 @@ from .schema import op_info
 @dataclass
 class Special:
     """One special point: a label, the op's inputs there (schema order), and what vjp must return for each named
-    input (a number or array; None for no gradient). `cotangents` defaults to ones on every float output. `torch` and
-    `ort` hold the reason for a declared difference from PyTorch or ONNX Runtime at this point; `departs` the reason
+    input (a number or array; None for no gradient). `cotangents` defaults to ones on every float output. `torch`,
+    `ort` and `onnxad` hold the reason for a declared difference from PyTorch, ONNX Runtime or onnx-ad at this point
+    (a refusal is shown as such, "refused" or "no rule", and needs no declaration); `departs` the reason
     the chapter's value here departs from the book's convention policy (book/method), which lists every departure."""
 
     at: str
@@ -34,6 +36,7 @@ class Special:
     cotangents: list | None = None
     torch: str | None = None
     ort: str | None = None
+    onnxad: str | None = None
     attrs: dict = field(default_factory=dict)
     departs: str | None = None
 
@@ -66,12 +69,13 @@ def _fmt(v) -> str:
 
 
 def check_conventions(op, vjp, points: list[Special], *, twin=None, attrs=None, ort: bool = True,
-                      rtol_ort: float = 1e-5) -> CheckResult:
-    """Assert `vjp` at each special point, and compare it with PyTorch (`twin`) and ONNX Runtime there.
+                      onnxad: bool = True, rtol_ort: float = 1e-5) -> CheckResult:
+    """Assert `vjp` at each special point, and compare it with PyTorch (`twin`), ONNX Runtime and onnx-ad there.
 
     vjp must equal the expected value (NaN matches NaN, infinities must match, None matches a zero gradient);
-    PyTorch must equal vjp within 1e-9 relative, ONNX Runtime (float32) within `rtol_ort`, unless the point declares
-    a difference with its reason. Prints the table: point, input, vjp, PyTorch, ONNX Runtime, agreement.
+    PyTorch and onnx-ad (float64) must equal vjp within 1e-9 relative, ONNX Runtime (float32) within `rtol_ort`,
+    unless the point declares a difference with its reason. Prints the table: point, input, vjp, PyTorch,
+    ONNX Runtime, onnx-ad, agreement.
     """
     info = op_info(op)
     rows, notes, named, departs = [], [], [], []
@@ -100,7 +104,16 @@ def check_conventions(op, vjp, points: list[Special], *, twin=None, attrs=None, 
                 og = ort_gradient(op, x32, cot, attrs_p)
             except NoGradientBuilder as e:
                 ort_note = "refused" if e.refused else "no builder"
-        torch_ok = ort_ok = True
+        ad_note, ag = "", None
+        if onnxad and all(g is None for g in cot):
+            ad_note = "no cotangent"
+        elif onnxad:
+            try:
+                ag = onnxad_gradient(op, xs, cot, attrs_p)
+            except NoOnnxAdGradient as e:
+                ad_note = "refused" if e.refused else "no rule"  # shown as such: nothing compared
+        torch_ok = ort_ok = ad_ok = True
+        differing = []  # (engine, input name, vjp's value, the engine's value as shown) where an engine differs
         for i, x in enumerate(xs):
             name, shown = info.input_name(i), _shown_name(info, i)
             if x is None or shown not in p.expect and name not in p.expect:
@@ -118,38 +131,56 @@ def check_conventions(op, vjp, points: list[Special], *, twin=None, attrs=None, 
             t_same = tg is None or _same(got, t_val, 1e-9)
             o_same = og is None or (o_val is None and (got is None or not np.any(np.asarray(got)))) or \
                 (o_val is not None and _same(got, o_val, rtol_ort))
+            a_val = ag[i] if ag is not None else None
+            a_same = ag is None or _same(got, a_val, 1e-9)
             torch_ok &= t_same
             ort_ok &= o_same
+            ad_ok &= a_same
+            if not o_same:
+                differing.append(("ONNX Runtime", name, _fmt(got), None))  # float32, by processor: not stored
+            if not a_same:
+                differing.append(("onnx-ad", name, _fmt(got), _fmt(a_val)))
             agree = []
             if tg is not None:
                 agree.append("PyTorch agrees" if t_same else "PyTorch differs")
             if og is not None:
                 agree.append("ONNX Runtime agrees" if o_same else "ONNX Runtime differs")
-            ran = [v for v, side in ((t_val, tg), (o_val, og)) if side is not None]
+            if ag is not None:
+                agree.append("onnx-ad agrees" if a_same else "onnx-ad differs")
+            # onnx-ad fills the adjoint of an input no gradient reaches with zeros: that is its None
+            a_none = None if a_val is None or not np.any(np.asarray(a_val)) else a_val
+            ran = [v for v, side in ((t_val, tg), (o_val, og), (a_none, ag)) if side is not None]
             if got is None and ran and all(v is None for v in ran):
                 agree = ["None on every side: nothing compared"]  # vjp's None is asserted; no value was compared
             # ONNX Runtime's value is a float32 result of its own kernels, which differ by processor: shown as
             # measured; what is compared is the agreement column, which the check asserts within rtol_ort
             o_text = ort_note or ("not run" if not ort else ("None" if o_val is None else Measured(_fmt(o_val))))
-            rows.append([p.at, shown, _fmt(got), "not run" if tg is None else _fmt(t_val), o_text,
+            a_text = ad_note or ("not run" if not onnxad else _fmt(a_val))
+            rows.append([p.at, shown, _fmt(got), "not run" if tg is None else _fmt(t_val), o_text, a_text,
                          ", ".join(agree) or "vjp asserted"])
             departs.append(p.departs or "")
             if name not in named:
                 named.append(name)
-        for who, ok, reason in (("PyTorch", torch_ok, p.torch), ("ONNX Runtime", ort_ok, p.ort)):
+        for who, ok, reason in (("PyTorch", torch_ok, p.torch), ("ONNX Runtime", ort_ok, p.ort),
+                                ("onnx-ad", ad_ok, p.onnxad)):
             if not ok and not reason:
                 raise AssertionError(f"{op}: at {p.at}, {who} differs from vjp; declare the difference with its "
                                      "reason, or follow the book's convention")
-            if ok and reason and not (who == "ONNX Runtime" and (og is None)):
+            if ok and reason and not (who == "ONNX Runtime" and og is None) and not (who == "onnx-ad" and ag is None):
                 raise AssertionError(f"{op}: at {p.at}, a difference from {who} is declared, but {who} agrees with "
                                      "vjp; update the chapter")
             if reason and not ok:
                 notes.append(f"{who} at {p.at}: {reason}")
+                for engine, name, mine, theirs in differing:
+                    if engine == who:
+                        values = {"vjp": mine, **({"engine": theirs} if theirs is not None else {})}
+                        record(op, name, "ort-convention" if who == "ONNX Runtime" else "onnxad-convention", vjp,
+                               detail=reason, data={"case": p.at, "values": values})
         if p.departs:
             notes.append(f"departure from the book's convention policy at {p.at}: {p.departs}")
     for name in named:
         record(op, name, "convention", vjp)
-    table = Table(["point", "input", "vjp", "PyTorch", "ONNX Runtime", "agreement"], rows,
+    table = Table(["point", "input", "vjp", "PyTorch", "ONNX Runtime", "onnx-ad", "agreement"], rows,
                   caption=f"{op}: vjp at the special points (asserted)", css_class="proofkit-table proofkit-conventions")
     return ConventionResult(op, table, notes, departs)
 

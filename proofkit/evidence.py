@@ -14,6 +14,10 @@ Kinds of record, for an input or output name:
   its gradient graph has no gradient for this input: nothing to compare, and a fact about ONNX Runtime.
 - "ort-refused": ONNX Runtime has a builder but refused this node (the builder failed on its attributes, or the graph
   it built failed to run): nothing was compared, and the verdict does not count it.
+- "onnxad": vjp matched onnx-ad's adjoint model (proofkit.onnxad); "onnxad-none": onnx-ad has no reverse rule for the
+  operator; "onnxad-zero": its gradient is zero where vjp returns None; "onnxad-differs": it differs where the chapter
+  declares it; "onnxad-refused": onnx-ad refused the node
+  or its adjoint model did not run. Only "onnxad" and "onnxad-differs" are comparisons.
 - "rule": a hand-written rule was proved equal to Jᵀḡ and vjp was tied to it at sampled points of every piece.
 - "none": vjp returned None for a float input.
 - "discrete-type": the value had an integer, bool or string type in a checked call.

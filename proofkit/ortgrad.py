@@ -198,7 +198,8 @@ def check_vjp_ort(op, vjp, inputs, attrs=None, *, seed=0, rtol=1e-4, atol=1e-5,
         # a refusal of this node is recorded as such: only a missing builder is a fact about the operator
         for i, v in enumerate(x):
             if _is_float(v):
-                record(op, info.input_name(i), "ort-refused" if e.refused else "ort-none", vjp, detail=str(e))
+                record(op, info.input_name(i), "ort-refused" if e.refused else "ort-none", vjp, detail=str(e),
+                       data={"case": where})
         if disagree:
             raise AssertionError(f"{op}: a disagreement with ONNX Runtime is declared, but it gave no gradient: {e}")
         attempt = "" if "could not run" in str(e) else "the attempt to build its gradient graph failed; "
@@ -216,7 +217,8 @@ def check_vjp_ort(op, vjp, inputs, attrs=None, *, seed=0, rtol=1e-4, atol=1e-5,
             missing.append(shown)
             continue
         mine = np.zeros(np.shape(x[i])) if g is None else np.asarray(g, np.float64)
-        if np.shape(t) != np.shape(mine):
+        shaped = np.shape(t) == np.shape(mine)
+        if not shaped:
             agree, why = False, f"ONNX Runtime's gradient has shape {np.shape(t)}, the input {np.shape(mine)}"
         else:
             err = _max_err(mine, t)
@@ -227,7 +229,8 @@ def check_vjp_ort(op, vjp, inputs, attrs=None, *, seed=0, rtol=1e-4, atol=1e-5,
                 raise AssertionError(f"{op}: a disagreement with ONNX Runtime is declared for {shown}, but its "
                                      "gradient now agrees with vjp; update the chapter")
             witnesses.append(f"{shown}: ONNX Runtime differs ({why}); {disagree[name]}")
-            record(op, name, "ort-differs", vjp, detail=disagree[name])
+            record(op, name, "ort-differs", vjp, detail=disagree[name],
+                   data={"what": "wrong value" if shaped else "wrong shape", "case": where})
             continue
         if not agree:
             raise AssertionError(f"{op}: gradient of input {shown} differs from ONNX Runtime's: {why}")

@@ -18,7 +18,7 @@ from __future__ import annotations
 
 from .display import Measured, Table
 
-TABLED = ("forward", "symbolic", "finite-difference", "PyTorch autograd", "ONNX Runtime", "zero-derivative")
+TABLED = ("forward", "symbolic", "finite-difference", "PyTorch autograd", "ONNX Runtime", "onnx-ad", "zero-derivative")
 _pending: list = []
 _state = {"installed": False}
 

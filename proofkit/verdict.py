@@ -27,7 +27,8 @@ WITNESSES = {"kink", "jump", "unbounded"}
 REQUIRED = {"fd": "the finite-difference check (check_vjp_fd)",
             "rule": "a hand-written rule proved equal to Jᵀḡ and tied to vjp (check_vjp_symbolic)",
             "ort": "an ONNX Runtime check (check_vjp_ort) that compared a gradient or found that ONNX Runtime has "
-                   "none for this input (a node it refused to differentiate or run compares nothing)"}
+                   "none for this input (a node it refused to differentiate or run compares nothing)",
+            "onnxad": "an onnx-ad check (check_vjp_onnxad) of this input: a comparison, or onnx-ad's recorded refusal"}
 
 #: MIME type under which the verdict is stored in the notebook, for the audit page.
 VERDICT_MIME = "application/vnd.proofkit.verdict+json"
@@ -49,6 +50,9 @@ EVIDENCE_TEXT = {
     "rule": "hand rule = Jᵀḡ (SymPy)", "torch": "PyTorch autograd", "ort": "ONNX Runtime's gradient agrees",
     "ort-none": "ONNX Runtime has no gradient", "ort-differs": "ONNX Runtime differs (declared)",
     "ort-refused": "ONNX Runtime refused a node (nothing compared)",
+    "onnxad": "onnx-ad's gradient agrees", "onnxad-zero": "onnx-ad's gradient is zero where vjp returns None",
+    "onnxad-none": "onnx-ad has no rule", "onnxad-differs": "onnx-ad differs (declared)",
+    "onnxad-refused": "onnx-ad refused a node (nothing compared)",
     "zero": "zero derivative (finite differences)", "convention": "special points asserted",
     "none": "vjp returns None", "discrete-type": "discrete type", "outputs-discrete": "every output discrete",
     "selects": "only its shape and type are read",
@@ -65,6 +69,52 @@ def evidence_summary(op: str, name: str) -> list[str]:
             seen.add((r.kind, r.detail))
             out.append(f"{r.kind} witness at {r.detail}")
     return out
+
+
+#: The engines whose gradients the chapters execute, with the evidence kinds that name each outcome (proofkit.ortgrad,
+#: proofkit.onnxad). "no gradient" is ONNX Runtime's missing builder (or missing gradient for an input), "no rule"
+#: onnx-ad's; both are facts about the engine's coverage, a refusal is a fact about one node.
+ENGINES = {"ONNX Runtime": {"ort": "agrees", "ort-differs": "differs", "ort-refused": "refuses",
+                            "ort-none": "no gradient"},
+           "onnx-ad": {"onnxad": "agrees", "onnxad-zero": "agrees", "onnxad-differs": "differs", "onnxad-refused": "refuses",
+                       "onnxad-none": "no rule"}}
+#: Evidence kinds of a declared difference at a special point (proofkit.conventions), per engine.
+CONVENTION_KINDS = {"ONNX Runtime": "ort-convention", "onnx-ad": "onnxad-convention"}
+
+
+def engine_outcomes(op: str, name: str) -> dict[str, list[str]]:
+    """What each engine's checks showed for one input, in ENGINES' order: agrees, differs, refuses, no gradient."""
+    recs = {r.kind for r in evidence.recorded(op) if r.name == name}
+    out = {}
+    for engine, kinds in ENGINES.items():
+        seen = [word for kind, word in kinds.items() if kind in recs]
+        if CONVENTION_KINDS[engine] in recs and "differs" not in seen:
+            seen.append("differs")
+        if seen:
+            out[engine] = seen
+    return out
+
+
+def engine_findings(op: str) -> list[dict]:
+    """Every difference from an engine and every refusal the chapter recorded, once per engine, input, kind and
+    reason (a loop over cases records the same finding many times; the first case is its witness)."""
+    found, seen = [], set()
+    kinds = {k: (engine, word) for engine, m in ENGINES.items() for k, word in m.items()}
+    kinds.update({k: (engine, "convention") for engine, k in CONVENTION_KINDS.items()})
+    for r in evidence.recorded(op):
+        if r.kind not in kinds or kinds[r.kind][1] not in ("differs", "refuses", "convention"):
+            continue
+        engine, word = kinds[r.kind]
+        data = r.data if isinstance(r.data, dict) else {}
+        kind = {"differs": data.get("what", "wrong value"), "refuses": "refusal",
+                "convention": "convention at a special point"}[word]
+        key = (engine, r.name, kind, r.detail)
+        if key in seen:
+            continue
+        seen.add(key)
+        found.append({"engine": engine, "input": r.name, "kind": kind, "reason": r.detail,
+                      "case": data.get("case", ""), **({"values": data["values"]} if "values" in data else {})})
+    return found
 
 
 class VerdictError(AssertionError):
@@ -147,6 +197,8 @@ class Claim:
                 missing = [k for k in ("fd", "rule") if k not in facts]
                 if not facts & {"ort", "ort-none", "ort-differs"}:
                     missing.append("ort")
+                if not facts & {"onnxad", "onnxad-none", "onnxad-differs", "onnxad-refused", "onnxad-zero"}:
+                    missing.append("onnxad")
                 if missing:
                     raise VerdictError(f"{op}: {f.name} is called {v}, but it lacks "
                                        + ", ".join(REQUIRED[k] for k in missing)
@@ -172,7 +224,7 @@ class Claim:
                     raise VerdictError(f"{op}: {f.name} is called zero almost everywhere without a jump witness (or a "
                                        "witness of an unbounded difference quotient at a discontinuity)")
             if v in NEGATIVE:
-                if facts & {"fd", "torch", "rule", "ort"}:
+                if facts & {"fd", "torch", "rule", "ort", "onnxad"}:
                     raise VerdictError(f"{op}: {f.name} is called {v}, but vjp returned a gradient for it")
                 if not facts & {"none", "discrete-type"}:
                     raise VerdictError(f"{op}: {f.name} is called {v}; run a check that shows vjp returns None "
@@ -297,7 +349,9 @@ class Verdict:
         rows = c.rows()
         for r in rows:
             r["evidence"] = evidence_summary(c.op, r["name"])
-        return {"op": c.op, "version": c.info.version, "rows": rows}
+            if r["role"] == "input" and (engines := engine_outcomes(c.op, r["name"])):
+                r["engines"] = engines
+        return {"op": c.op, "version": c.info.version, "rows": rows, "engine_findings": engine_findings(c.op)}
 
     def _repr_mimebundle_(self, include=None, exclude=None):
         c = self.claim

@@ -7,7 +7,7 @@ import pytest
 import sympy as sp
 import torch
 
-from proofkit import (Claim, Special, VerdictError, check_conventions, check_vjp_fd, check_vjp_ort,
+from proofkit import (Claim, Special, VerdictError, check_conventions, check_vjp_fd, check_vjp_onnxad, check_vjp_ort,
                       check_vjp_symbolic, check_vjp_torch, check_zero_almost_everywhere, recorded, samplers,
                       witness_jump, witness_kink, witness_selects)
 from proofkit import evidence
@@ -40,6 +40,7 @@ def relu_evidence(vjp=relu_vjp, *, witness=True, conventions=True):
     check_vjp_symbolic("Relu", {"X": [x]}, {"Y": [sp.Max(0, x)]}, {"Y": [g]}, {"X": [g * sp.Heaviside(x, 0)]},
                        pieces=[{x: p}, {x: -p}], vjp=vjp)
     check_vjp_ort("Relu", vjp, [X])
+    check_vjp_onnxad("Relu", vjp, [X])
     if witness:
         witness_kink("Relu", [np.array([0.0])])
     if conventions:
@@ -103,6 +104,7 @@ def test_a_smooth_function_called_almost_everywhere_is_rejected():
     check_vjp_symbolic("Exp", {"input": [x]}, {"output": [sp.exp(x)]}, {"output": [g]}, {"input": [g * sp.exp(x)]},
                        vjp=exp_vjp)
     check_vjp_ort("Exp", exp_vjp, [xs])
+    check_vjp_onnxad("Exp", exp_vjp, [xs])
     Claim("Exp", {"input": ("differentiable", "r"), "output": ("differentiable", "r")}).verdict(exp_vjp)
     with pytest.raises(VerdictError, match="no witness of the null set"):
         Claim("Exp", {"input": (AE, "r"), "output": (AE, "r")}).verdict(exp_vjp)
@@ -146,7 +148,7 @@ def test_conventions_are_asserted_and_differences_must_be_declared():
 
     with pytest.raises(AssertionError, match="PyTorch differs from vjp; declare the difference"):
         check_conventions("Relu", relu_vjp_one_at_zero, special, twin=torch.relu, ort=False)
-    declared = [Special("X = 0", [np.array(0.0)], {"X": 1.0}, torch="a reason", ort="a reason")]
+    declared = [Special("X = 0", [np.array(0.0)], {"X": 1.0}, torch="a reason", ort="a reason", onnxad="a reason")]
     result = check_conventions("Relu", relu_vjp_one_at_zero, declared, twin=torch.relu)
     assert "Declared: PyTorch at X = 0: a reason" in repr(result)
     with pytest.raises(AssertionError, match="a difference from PyTorch is declared, but PyTorch agrees"):
@@ -368,6 +370,7 @@ def test_a_differentiable_verdict_whose_only_ort_check_was_refused_is_rejected()
     check_vjp_fd("AveragePool", _avgpool_vjp, [X], plain)
     evidence.record("AveragePool", "X", "rule", _avgpool_vjp)  # stands for check_vjp_symbolic here
     check_vjp_ort("AveragePool", _avgpool_vjp, [X], attrs)
+    check_vjp_onnxad("AveragePool", _avgpool_vjp, [X], plain)
     with pytest.raises(VerdictError, match="lacks an ONNX Runtime check .* that compared a gradient"):
         claim.verdict(_avgpool_vjp)
     check_vjp_ort("AveragePool", _avgpool_vjp, [X], plain)  # compares

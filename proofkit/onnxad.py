@@ -1,0 +1,222 @@
+"""onnx-ad's derivative model of one node, executed: Method 3 of ONNX's guide (an autodiff library), beside PyTorch
+(proofkit.checks) and ONNX Runtime training (proofkit.ortgrad).
+
+onnx-ad (the `onnx-ad` package, pinned in requirements.txt) differentiates an ONNX model by source transformation:
+`reverse(model)` returns another ONNX model that computes adj_x = Jᵀ·adj_y. The node is wrapped in a model whose
+float inputs are graph inputs with their shapes declared, whose integer and bool inputs (axes, shapes, indices) are
+initializers, as they are in an exported model, and whose outputs carry the shapes and types onnx.reference gives;
+onnx-ad's adjoint model of it runs under onnx.reference in float64, so the comparison has no float32 noise. The
+operator is declared at the newest opset of the installed onnx, the one onnx.reference runs the chapters at.
+
+onnx-ad reaches some operators through others before its rules apply: the recurrent operators become a Scan over
+their equations, a few (LRN, GridSample, STFT, DeformConv) are lowered to primitive operators, and operators defined
+by a function in the spec (the normalizations, the losses, Attention, ...) are replaced by that function's body. Where
+it does, the check says so: it then checks the spec's composition, which is itself evidence about the spec.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from .checks import (DIFFERS_DECLARED, NOTHING_COMPARED, REFUSED_ONNXAD, CheckResult, _Worst, _attr_text, _call_vjp, _is_float,
+                     _max_err, _shapes_text, _shown_name)
+from .display import Measured
+from .evidence import record
+from .onnxrun import run_onnx
+from .schema import op_info
+
+#: How onnx-ad reached the operator (the `how` of onnxad_gradient), in the words the tables use.
+HOW = {"rule": "its rule for the operator", "recurrent": "its expansion into a Scan over the operator's equations",
+       "lowered": "its lowering to primitive operators", "function": "the spec's function body, expanded"}
+
+
+class NoOnnxAdGradient(Exception):
+    """onnx-ad gave no gradient for the node; the message quotes onnx-ad's reason.
+
+    `refused` tells the cases apart: False where onnx-ad has no reverse rule for the operator at all (a fact about
+    its coverage), True where it has a way to differentiate the operator but refused this node (an attribute value,
+    an input it cannot treat) or its adjoint model did not run under onnx.reference. A refusal never stands in for a
+    comparison (proofkit.verdict)."""
+
+    def __init__(self, message: str, *, refused: bool = True):
+        super().__init__(message)
+        self.refused = refused
+
+
+def onnxad_version() -> str:
+    import onnx_ad
+    return onnx_ad.__version__
+
+
+def _model(op, inputs, outs, attrs):
+    """The one-node model onnx-ad differentiates: float inputs as graph inputs, the others as initializers."""
+    import onnx.defs
+    from onnx import helper, numpy_helper
+
+    inputs = list(inputs)
+    while inputs and inputs[-1] is None:
+        inputs.pop()
+    names = [f"x{i}" if x is not None else "" for i, x in enumerate(inputs)]
+    graph_inputs, initializers = [], []
+    for n, x in zip(names, inputs):
+        if x is None:
+            continue
+        x = np.asarray(x)
+        if _is_float(x):
+            graph_inputs.append(helper.make_tensor_value_info(n, helper.np_dtype_to_tensor_dtype(x.dtype), x.shape))
+        else:
+            initializers.append(numpy_helper.from_array(x, n))
+    out_info = [helper.make_tensor_value_info(f"y{k}", helper.np_dtype_to_tensor_dtype(y.dtype), y.shape)
+                for k, y in enumerate(outs)]
+    node = helper.make_node(op, names, [f"y{k}" for k in range(len(outs))], **(attrs or {}))
+    graph = helper.make_graph([node], op, graph_inputs, out_info, initializer=initializers)
+    return helper.make_model(graph, opset_imports=[helper.make_opsetid("", onnx.defs.onnx_opset_version())]), names
+
+
+def how_reached(model, op) -> str:
+    """Which of onnx-ad's paths reaches `op` in `model`: "recurrent", "lowered", "function" or "rule" (a key of HOW).
+    Runs onnx-ad's own passes in the order `reverse` runs them and asks where the operator disappears."""
+    from onnx_ad.expand import expand_functions
+    from onnx_ad.lower import lower
+    from onnx_ad.recurrent import expand_recurrent
+
+    def present(m):
+        return any(n.op_type == op for n in m.graph.node)
+
+    for key, step in (("recurrent", expand_recurrent), ("lowered", lower), ("function", expand_functions)):
+        model = step(model)
+        if not present(model):
+            return key
+    return "rule"
+
+
+def onnxad_gradient(op, inputs, cotangents, attrs=None, *, with_how: bool = False):
+    """onnx-ad's adjoint of Σ_k ⟨output_k, cotangent_k⟩ for every input: an array (float64 when the input is), or None
+    for an input that is not float or is omitted. With `with_how`, also returns how onnx-ad reached the operator
+    (a key of HOW).
+
+    Raises NoOnnxAdGradient when onnx-ad has no rule for the operator (refused=False), refuses this node, or its
+    adjoint model does not run under onnx.reference (refused=True)."""
+    import onnx_ad
+    from onnx.reference import ReferenceEvaluator
+
+    inputs = list(inputs)
+    outs = run_onnx(op, inputs, attrs)
+    model, names = _model(op, inputs, outs, attrs)
+    seeded = [k for k, (y, g) in enumerate(zip(outs, cotangents)) if g is not None and _is_float(y)]
+    wanted = [n for n, x in zip(names, inputs) if x is not None and _is_float(x)]
+    if not seeded or not wanted:
+        grads = [None] * len(inputs)
+        return (grads, "rule") if with_how else grads
+    try:
+        how = how_reached(model, op)
+        adjoint = onnx_ad.reverse(model, inputs=wanted, outputs=[f"y{k}" for k in seeded], prefix="adj_",
+                                  layout="onnx")
+    except onnx_ad.UnsupportedOperator as e:
+        text = " ".join(str(e).split())
+        no_rule = text.startswith(f"no reverse rule for {op} ")
+        raise NoOnnxAdGradient(f"onnx-ad {onnxad_version()} " + (f"has no reverse rule for {op}" if no_rule else
+                                                                  f"refused the node: {text}"),
+                               refused=not no_rule) from None
+    except Exception as e:  # noqa: BLE001 - onnx-ad's own failure on this node, quoted
+        raise NoOnnxAdGradient(f"onnx-ad {onnxad_version()} failed to build the adjoint model: "
+                               f"{type(e).__name__}: {' '.join(str(e).split())[:300]}") from None
+    feeds = {n: np.asarray(x) for n, x in zip(names, inputs) if x is not None and _is_float(x)}
+    for k in seeded:  # one seed direction: a trailing axis of length 1 (onnx-ad's "onnx" layout)
+        feeds[f"adj_y{k}"] = np.asarray(cotangents[k], outs[k].dtype)[..., None]
+    wanted_out = [f"adj_{n}" for n in wanted]
+    try:
+        with np.errstate(all="ignore"):
+            got = ReferenceEvaluator(adjoint).run(wanted_out, feeds)
+    except Exception as e:  # noqa: BLE001 - the adjoint model was built but onnx.reference could not run it
+        raise NoOnnxAdGradient(f"onnx-ad {onnxad_version()} built an adjoint model of {op} that onnx.reference "
+                               f"could not run: {type(e).__name__}: {' '.join(str(e).split())[:300]}") from None
+    result = dict(zip(wanted, got))
+    grads = [None if n not in result else np.asarray(result[n])[..., 0] for n in names]
+    grads += [None] * (len(inputs) - len(grads))
+    return (grads, how) if with_how else grads
+
+
+def check_vjp_onnxad(op, vjp, inputs, attrs=None, *, seed=0, rtol=1e-9, atol=1e-12,
+                     disagree: dict[str, str] | None = None, outputs: list[str] | None = None) -> CheckResult:
+    """Method 3 of ONNX's guide, executed: `vjp` against onnx-ad's adjoint model of the same node, run by
+    onnx.reference in float64 with the same random cotangents as the ONNX Runtime check (same `seed`).
+
+    Each float input must agree within atol + rtol·max(max|gradient|, 1), unless it is named in `disagree` with the
+    reason: then it must differ (the witness of a finding about onnx-ad, printed). Where onnx-ad has no rule for the
+    operator, or refuses the node, that is recorded and shown with onnx-ad's reason, never as a pass.
+
+    `outputs` names the outputs to seed (default: every float output). The others get a zero cotangent in `vjp` and
+    no seed in onnx-ad's model, which is the same product; the table's notes say which were seeded.
+    """
+    info = op_info(op)
+    disagree = dict(disagree or {})
+    full = info.with_defaults(attrs)
+    x = [None if v is None else np.asarray(v) for v in inputs]
+    outs = run_onnx(op, x, attrs)
+    if not any(_is_float(y) for y in outs):
+        raise AssertionError(f"{op}: no output is float here, so there is no cotangent and nothing for onnx-ad to "
+                             "differentiate; this check is for operators with a float output")
+    rng = np.random.default_rng(seed)  # the cotangents of check_vjp_ort with the same seed, in float64
+    cot = [np.asarray(rng.standard_normal(y.shape), np.float32).astype(np.float64) if _is_float(y) else None
+           for y in outs]
+    seeded_note = ""
+    if outputs is not None:
+        unknown = set(outputs) - {info.output_name(k) for k in range(len(outs))}
+        if unknown:
+            raise AssertionError(f"{op}: outputs {sorted(unknown)} are not outputs of this call")
+        cut = [info.output_name(k) for k, g in enumerate(cot) if g is not None and info.output_name(k) not in outputs]
+        cot = [g if g is None or info.output_name(k) in outputs else np.zeros_like(g) for k, g in enumerate(cot)]
+        seeded_note = f"cotangent on {', '.join(outputs)} only ({', '.join(cut)} seeded with 0 in vjp, not in onnx-ad)"
+    ad_cot = [g if outputs is None or info.output_name(k) in outputs else None for k, g in enumerate(cot)]
+    where = f"inputs {_shapes_text(x)}, attributes {_attr_text(attrs)}, float64 under onnx.reference"
+    fields = dict(inputs=_shapes_text(x), attrs=_attr_text(attrs))
+    try:
+        theirs, how = onnxad_gradient(op, x, ad_cot, attrs, with_how=True)
+    except NoOnnxAdGradient as e:
+        for i, v in enumerate(x):
+            if _is_float(v):
+                record(op, info.input_name(i), "onnxad-refused" if e.refused else "onnxad-none", vjp, detail=str(e),
+                       data={"case": where})
+        if disagree:
+            raise AssertionError(f"{op}: a disagreement with onnx-ad is declared, but it gave no gradient: {e}")
+        return CheckResult("onnx-ad", op, [], summary=f"onnx-ad check of {op}: {e} ({where})",
+                           notes="; ".join([str(e)] + ([seeded_note] if seeded_note else [])),
+                           outcome=REFUSED_ONNXAD if e.refused else NOTHING_COMPARED, **fields)
+    ours = _call_vjp(op, vjp, x, cot, full)
+    checked, witnesses, worst = [], [], _Worst()
+    for i, (g, t) in enumerate(zip(ours, theirs)):
+        name, shown = info.input_name(i), _shown_name(info, i)
+        if x[i] is None or not _is_float(x[i]) or t is None:
+            continue
+        mine = np.zeros(np.shape(x[i])) if g is None else np.asarray(g, np.float64)
+        shaped = np.shape(t) == np.shape(mine)
+        if not shaped:
+            agree, why = False, f"onnx-ad's gradient has shape {np.shape(t)}, the input {np.shape(mine)}"
+        else:
+            err = _max_err(mine, t)
+            tol = atol + rtol * max(float(np.max(np.abs(mine[np.isfinite(mine)]))) if np.isfinite(mine).any()
+                                    else 0.0, 1.0)
+            agree, why = err <= tol, f"max difference {Measured(err)} > tolerance {Measured(tol)}"
+        if name in disagree:
+            if agree:
+                raise AssertionError(f"{op}: a disagreement with onnx-ad is declared for {shown}, but its gradient "
+                                     "now agrees with vjp; update the chapter")
+            witnesses.append(f"{shown}: onnx-ad differs ({why}); {disagree[name]}")
+            record(op, name, "onnxad-differs", vjp, detail=disagree[name],
+                   data={"what": "wrong value" if shaped else "wrong shape", "case": where})
+            continue
+        if not agree:
+            raise AssertionError(f"{op}: gradient of input {shown} differs from onnx-ad's: {why}")
+        worst.add(err, tol)
+        # vjp's None against onnx-ad's zeros agrees, but is no gradient: recorded apart, so that a verdict of
+        # "non-differentiable" is not read as a gradient that vjp returned
+        record(op, name, "onnxad" if g is not None else "onnxad-zero", vjp, detail=how)
+        checked.append(shown)
+    reached = "" if how == "rule" else f"through {HOW[how]}"
+    notes = "; ".join(([reached] if reached else []) + ([seeded_note] if seeded_note else []) + witnesses)
+    detail = where + f", tolerance {rtol:.0e}" + (f"; {notes}" if notes else "")
+    if not checked:
+        return CheckResult("onnx-ad", op, [], summary=f"onnx-ad check of {op}: no input agrees; {detail}",
+                           outcome=DIFFERS_DECLARED if witnesses else NOTHING_COMPARED, notes=notes, **fields)
+    return CheckResult("onnx-ad", op, checked, detail, error=worst.err, tol=worst.tol, notes=notes, **fields)

@@ -1,0 +1,129 @@
+"""The onnx-ad check (Method 3 executed) has teeth: a right rule agrees, a wrong one is rejected, a declared difference
+must be real, a refusal is shown as a refusal and never as a pass, and the verdict requires the check."""
+
+import numpy as np
+import pytest
+import torch
+
+from proofkit import (Claim, Special, VerdictError, check_conventions, check_vjp_fd, check_vjp_onnxad, check_vjp_ort,
+                      onnxad_gradient, samplers)
+from proofkit import evidence
+from proofkit.evidence import _reset, facts, recorded
+
+
+@pytest.fixture(autouse=True)
+def clean_evidence():
+    _reset()
+    yield
+    _reset()
+
+
+def abs_vjp(inputs, cotangents, **attrs):
+    return [cotangents[0] * np.sign(inputs[0])]
+
+
+def max_vjp(inputs, cotangents, **attrs):
+    """Max of two inputs; a tie splits the cotangent evenly (the book's policy, item 3)."""
+    a, b = inputs
+    share = (a > b) + 0.5 * (a == b)
+    return [cotangents[0] * share, cotangents[0] * (1 - share)]
+
+
+def test_a_right_rule_agrees_in_float64_and_is_recorded():
+    x = samplers.uniform((3, 4), seed=1, avoid=[0.0], margin=1e-2)
+    result = check_vjp_onnxad("Abs", abs_vjp, [x])
+    assert result.compared and result.names == ["X"] and result.error <= result.tol <= 2e-9
+    assert "onnxad" in facts("Abs", "X", abs_vjp)
+
+
+def test_a_rule_wrong_by_a_factor_of_1_000_000_001_is_rejected():
+    x = samplers.uniform((3, 4), seed=1, avoid=[0.0], margin=1e-2)
+    with pytest.raises(AssertionError, match="gradient of input X differs from onnx-ad's"):
+        check_vjp_onnxad("Abs", lambda i, c, **a: [1.00000001 * abs_vjp(i, c)[0]], [x])
+    assert not facts("Abs", "X", None) & {"onnxad"}
+
+
+def test_onnx_ad_gives_a_tie_to_the_first_input_and_a_declared_difference_must_be_real():
+    tie = [np.array([1.0, 2.0]), np.array([1.0, 0.0])]
+    grads = onnxad_gradient("Max", tie, [np.array([1.0, 1.0])])
+    assert grads[0].tolist() == [1.0, 1.0] and grads[1].tolist() == [0.0, 0.0]  # first takes all
+    with pytest.raises(AssertionError, match="differs from onnx-ad's"):
+        check_vjp_onnxad("Max", max_vjp, tie)
+    result = check_vjp_onnxad("Max", max_vjp, tie, disagree={"data_0": "ties go to the first input"})
+    assert result.compared and "ties go to the first input" in result.notes
+    (rec,) = {r for r in recorded("Max") if r.kind == "onnxad-differs"}
+    assert rec.data["what"] == "wrong value" and "inputs (2,), (2,)" in rec.data["case"]
+    apart = [np.array([1.0, 2.0]), np.array([0.0, 5.0])]
+    with pytest.raises(AssertionError, match="declared .* but its gradient now agrees"):
+        check_vjp_onnxad("Max", max_vjp, apart, disagree={"data_0": "stale"})
+
+
+def test_a_refusal_is_shown_with_onnx_ads_reason_and_compares_nothing():
+    x = samplers.normal((1, 1, 7), seed=2)
+    result = check_vjp_onnxad("AveragePool", lambda i, c, **a: [np.zeros_like(i[0])], [x],
+                              {"kernel_shape": [3], "strides": [2], "ceil_mode": 1})
+    assert not result.compared and result.shown_outcome() == "refused by onnx-ad"
+    assert "ceil_mode=1 is not differentiated" in result.notes
+    assert {r.kind for r in recorded("AveragePool")} == {"onnxad-refused"}
+
+
+def test_seeding_only_some_outputs_is_the_same_product_with_zero_cotangents():
+    def layernorm_y_only(inputs, cotangents, **attrs):
+        X, scale, bias = inputs
+        gy = cotangents[0]
+        mu, var = X.mean(-1, keepdims=True), X.var(-1, keepdims=True)
+        r = 1 / np.sqrt(var + attrs["epsilon"])
+        xh = (X - mu) * r
+        gxh = gy * scale
+        gx = r * (gxh - gxh.mean(-1, keepdims=True) - xh * (gxh * xh).mean(-1, keepdims=True))
+        for g in cotangents[1:]:
+            assert g is None or not np.any(g)  # the check gives Mean and InvStdDev a zero cotangent
+        return [gx, (gy * xh).sum(0), gy.sum(0)]
+
+    ins = [samplers.normal((3, 4), seed=3), samplers.normal((4,), seed=4), samplers.normal((4,), seed=5)]
+    every = check_vjp_onnxad("LayerNormalization", layernorm_y_only, ins)  # Mean and InvStdDev seeded too
+    assert not every.compared and every.shown_outcome() == "refused by onnx-ad" and "seed only" in every.notes
+    result = check_vjp_onnxad("LayerNormalization", layernorm_y_only, ins, outputs=["Y"])
+    assert result.names == ["X", "Scale", "B"] and "cotangent on Y only" in result.notes
+
+
+def test_the_notes_say_when_onnx_ad_reached_the_operator_through_a_function_body_or_a_lowering():
+    x = samplers.normal((1, 3, 4, 4), seed=6)
+    swish = check_vjp_onnxad("Swish", lambda i, c, **a: [c[0] * (1 / (1 + np.exp(-i[0]))) * (1 + i[0] * (
+        1 - 1 / (1 + np.exp(-i[0]))))], [x])
+    assert swish.compared and "the spec's function body, expanded" in swish.notes
+    _, how = onnxad_gradient("LRN", [x], [np.ones(x.shape)], {"size": 3}, with_how=True)
+    assert how == "lowered"
+
+
+def test_the_convention_table_has_an_onnx_ad_column_and_its_differences_must_be_declared():
+    tie = [np.array(1.0), np.array(1.0)]
+    twin = torch.maximum
+    with pytest.raises(AssertionError, match="onnx-ad differs from vjp; declare"):
+        check_conventions("Max", max_vjp, [Special("tie", tie, {"data_0[0]": 0.5, "data_0[1]": 0.5},
+                                                   ort="not asked")], twin=twin, ort=False)
+    result = check_conventions("Max", max_vjp, [Special("tie", tie, {"data_0[0]": 0.5, "data_0[1]": 0.5},
+                                                        onnxad="the first input takes a tie")], twin=twin, ort=False)
+    assert result.table.head[5] == "onnx-ad" and result.table.rows[0][5] == "1.0"
+    assert "onnx-ad differs" in result.table.rows[0][-1]
+    recs = [r.data for r in recorded("Max") if r.kind == "onnxad-convention"]  # one per variadic input
+    assert recs == [{"case": "tie", "values": {"vjp": "0.5", "engine": "1.0"}},
+                    {"case": "tie", "values": {"vjp": "0.5", "engine": "0.0"}}]
+
+
+def test_a_differentiable_verdict_requires_the_onnx_ad_check():
+    x = samplers.normal((4,), seed=1)
+
+    def exp_vjp(inputs, cotangents, **attrs):
+        return [cotangents[0] * np.exp(inputs[0])]
+
+    check_vjp_fd("Exp", exp_vjp, [x])
+    evidence.record("Exp", "input", "rule", exp_vjp)  # stands for check_vjp_symbolic here
+    check_vjp_ort("Exp", exp_vjp, [x])
+    claim = Claim("Exp", {"input": ("differentiable", "r"), "output": ("differentiable", "r")})
+    with pytest.raises(VerdictError, match=r"lacks an onnx-ad check \(check_vjp_onnxad\)"):
+        claim.verdict(exp_vjp)
+    check_vjp_onnxad("Exp", exp_vjp, [x])
+    payload = claim.verdict(exp_vjp).as_json()
+    assert payload["rows"][0]["engines"] == {"ONNX Runtime": ["agrees"], "onnx-ad": ["agrees"]}
+    assert payload["engine_findings"] == []
