@@ -417,7 +417,8 @@ def render_engines(verdicts: dict[str, dict]) -> str:
             lines += [f"### {op} ({e})", ""]
             for _, f in (x for x in found if x[0] == op):
                 values = f.get("values", {})
-                shown = "; ".join(f"{k} gives {markdown_prose(str(v))}" for k, v in values.items())
+                shown = "; ".join(f"{e if k == 'engine' else k} gives {markdown_prose(str(v))}"
+                                  for k, v in values.items())
                 case = markdown_prose(str(f["case"]))
                 lines += [f"- **{f['kind']}**, input {_row_link(op, f['input'], verdicts, '../')}: "
                           f"{markdown_prose(_sentence(f['reason']))} Case: {case}" + (f"; {shown}" if shown else "")

@@ -111,6 +111,18 @@ def test_every_differentiable_input_has_a_hand_rule_tied_to_vjp_and_the_onnx_run
     code = "\n".join(_code(path))
     assert re.search(r"check_vjp_symbolic\([^§]*?vjp=vjp", code), "check_vjp_symbolic(..., vjp=vjp) ties vjp to the rule"
     assert "check_vjp_ort(" in code, "ONNX Runtime's gradient is executed (check_vjp_ort), not cited"
+    assert "check_vjp_onnxad(" in code, "onnx-ad's derivative model is executed (check_vjp_onnxad): Method 3"
+
+
+@chapter
+def test_every_differentiable_input_shows_what_each_engine_did(path):
+    """The stored verdict carries, for each differentiable input, the outcome of both engines' checks: the engines
+    page and verdicts.json are read from it."""
+    rows = [r for r in _rows(path) if r["role"] == "input" and r["verdict"] in DIFFERENTIABLE]
+    if not rows:
+        pytest.skip("no differentiable input")
+    for r in rows:
+        assert set(r.get("engines", {})) == {"ONNX Runtime", "onnx-ad"}, (r["name"], r.get("engines"))
 
 
 @chapter

@@ -133,6 +133,30 @@ def test_the_disagreements_page_quotes_each_argument_and_lists_proposals():
     assert "difference None" not in text
 
 
+def test_the_engines_page_groups_findings_by_engine_and_operator_with_a_coverage_table():
+    from proofkit.audit import render_engines
+    verdicts = {"Max": {"op": "Max", "rows": [
+        {"role": "input", "name": "data_0", "tag": "Differentiable", "verdict": "differentiable almost everywhere",
+         "agreement": "agrees", "reason": "r", "argument": "",
+         "engines": {"ONNX Runtime": ["agrees"], "onnx-ad": ["agrees", "differs"]}}],
+        "engine_findings": [{"engine": "onnx-ad", "input": "data_0", "kind": "convention at a special point",
+                             "reason": "the first input takes a tie", "case": "tie",
+                             "values": {"vjp": "0.5", "engine": "1.0"}}]},
+        "Tan": {"op": "Tan", "rows": [
+            {"role": "input", "name": "input", "tag": "Differentiable", "verdict": "differentiable",
+             "agreement": "agrees", "reason": "r", "argument": "",
+             "engines": {"ONNX Runtime": ["no gradient"], "onnx-ad": ["refuses"]}}],
+            "engine_findings": [{"engine": "onnx-ad", "input": "input", "kind": "refusal", "reason": "no | reason",
+                                 "case": "inputs (3,)"}]}}
+    text = render_engines(verdicts)
+    assert "| ONNX Runtime | 2 | 1 | 0 | 0 | 1 |" in text and "| onnx-ad | 2 | 0 | 1 | 1 | 0 |" in text
+    assert "## ONNX Runtime\n\nNo difference or refusal found." in text
+    assert "### Max (onnx-ad)" in text and "### Tan (onnx-ad)" in text
+    assert ('- **convention at a special point**, input <a href="../proofs/Max.html#verdict-max-data_0"><code>data_0'
+            '</code></a>: The first input takes a tie. Case: tie; vjp gives 0.5; onnx-ad gives 1.0.') in text
+    assert "No &#124; reason." in text  # escaped for a Markdown table-free paragraph as well
+
+
 def test_arguments_keep_their_math_and_code():
     from proofkit.audit import markdown_prose
     assert markdown_prose("slope $x_i * 2$ of `a_b` for a*b_c") == "slope $x_i * 2$ of `a_b` for a\\*b\\_c"

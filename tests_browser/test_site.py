@@ -268,6 +268,16 @@ def test_the_audit_page_links_rows_to_chapters(server, browser):
     screenshot(browser, "audit")
 
 
+def test_the_engines_page_has_both_engines_and_links_findings_to_verdict_rows(server, browser):
+    open_page(browser, f"{server}/book/engines.html")
+    headings = [h.text for h in browser.find_elements(By.CSS_SELECTOR, "article h2")]
+    for h in ("Coverage", "ONNX Runtime", "onnx-ad"):
+        assert any(t.startswith(h) for t in headings), headings
+    hrefs = [a.get_attribute("href") or "" for a in browser.find_elements(By.CSS_SELECTOR, "article a")]
+    assert any("/proofs/Max.html#verdict-max-data_0" in h for h in hrefs), "a finding links to its verdict row"
+    screenshot(browser, "engines")
+
+
 def test_search_finds_an_operator_by_name(server, browser):
     open_page(browser, f"{server}/search.html?q=Softmax")
     WebDriverWait(browser, 30).until(
