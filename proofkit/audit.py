@@ -276,6 +276,10 @@ def render_disagreements(verdicts: dict[str, dict], findings: dict[str, list] | 
     return "\n".join(lines) + "\n"
 
 
+#: What an engine's checks can show for an input (proofkit.verdict.engine_outcomes), in the order tables list them.
+OUTCOME_ORDER = ("agrees", "differs", "differs at a special point", "refuses", "no gradient", "no rule")
+
+
 VERDICTS_SCHEMA = {
     "$schema": "https://json-schema.org/draft/2020-12/schema",
     "$id": SCHEMA_ID,
@@ -326,7 +330,7 @@ VERDICTS_SCHEMA = {
                 "evidence": {"type": "array", "items": {"type": "string"}},
                 "chapter": {"type": "string", "description": "the verdict row, relative to the site's root"},
                 "engines": {"type": "object", "additionalProperties": {"type": "array", "items": {
-                    "enum": ["agrees", "differs", "refuses", "no gradient", "no rule"]}},
+                    "enum": list(OUTCOME_ORDER)}},
                     "description": "for an input: what each engine's checks showed (the engines page's coverage)"},
             }}},
     },
@@ -341,7 +345,6 @@ ENGINE_DOCS = {
                "newest opset (proofkit.onnxad)",
 }
 ENGINE_PACKAGES = {"ONNX Runtime": "onnxruntime-training", "onnx-ad": "onnx-ad"}
-OUTCOME_ORDER = ("agrees", "differs", "refuses", "no gradient", "no rule")
 
 
 def _engine_version(engine: str) -> str:
@@ -366,7 +369,8 @@ def _coverage_word(seen: list[str]) -> str:
     """One cell of the coverage table: the operator's standing with one engine."""
     if not seen:
         return "not run"
-    css = {"agrees": "pk-agrees", "differs": "pk-disagrees", "refuses": "pk-proposed"}
+    css = {"agrees": "pk-agrees", "differs": "pk-disagrees", "differs at a special point": "pk-proposed",
+           "refuses": "pk-proposed"}
     return " · ".join(f'<span class="{css[w]}">{w}</span>' if w in css else w for w in seen)
 
 
@@ -388,13 +392,18 @@ def render_engines(verdicts: dict[str, dict]) -> str:
               "run, with the engine's own reason: nothing was compared. *No gradient* (ONNX Runtime) and *no rule* "
               "(onnx-ad) mean the engine cannot differentiate the operator at all.", ""]
     # summary: operators per engine and standing
-    head = "| engine | operators checked | agrees on every input | differs somewhere | refuses somewhere | no gradient or rule |"
-    lines += [head, "|---|---:|---:|---:|---:|---:|"]
+    head = ("| engine | operators checked | agrees everywhere | differs at a checked point | differs at a special "
+            "point | refuses a node | no gradient or no rule |")
+    lines += [head, "|---|---:|---:|---:|---:|---:|---:|"]
     for e in engines:
         seen = {op: c[e] for op, c in coverage.items() if e in c}
         lines.append(f"| {e} | {len(seen)} | {sum(v == ['agrees'] for v in seen.values())} "
-                     f"| {sum('differs' in v for v in seen.values())} | {sum('refuses' in v for v in seen.values())} "
+                     f"| {sum('differs' in v for v in seen.values())} "
+                     f"| {sum('differs at a special point' in v for v in seen.values())} "
+                     f"| {sum('refuses' in v for v in seen.values())} "
                      f"| {sum(('no gradient' in v or 'no rule' in v) for v in seen.values())} |")
+    lines += ["", "An operator is counted in every column its inputs' outcomes fall in; *agrees everywhere* means "
+              "nothing else was seen.", ""]
     lines += ["", "## Coverage", "",
               "What each engine's checks showed over the operator's differentiable inputs, on the chapter's cases "
               "and special points.", ""]

@@ -83,13 +83,15 @@ CONVENTION_KINDS = {"ONNX Runtime": "ort-convention", "onnx-ad": "onnxad-convent
 
 
 def engine_outcomes(op: str, name: str) -> dict[str, list[str]]:
-    """What each engine's checks showed for one input, in ENGINES' order: agrees, differs, refuses, no gradient."""
+    """What each engine's checks showed for one input: agrees, differs (at a random point of a check), differs at a
+    special point (declared in the convention table), refuses, no gradient (ONNX Runtime) or no rule (onnx-ad)."""
     recs = {r.kind for r in evidence.recorded(op) if r.name == name}
     out = {}
     for engine, kinds in ENGINES.items():
         seen = [word for kind, word in kinds.items() if kind in recs]
-        if CONVENTION_KINDS[engine] in recs and "differs" not in seen:
-            seen.append("differs")
+        if CONVENTION_KINDS[engine] in recs:
+            seen.insert(len([w for w in seen if w in ("agrees", "differs")]), "differs at a special point")
+        seen = list(dict.fromkeys(seen))
         if seen:
             out[engine] = seen
     return out

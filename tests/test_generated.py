@@ -138,7 +138,7 @@ def test_the_engines_page_groups_findings_by_engine_and_operator_with_a_coverage
     verdicts = {"Max": {"op": "Max", "rows": [
         {"role": "input", "name": "data_0", "tag": "Differentiable", "verdict": "differentiable almost everywhere",
          "agreement": "agrees", "reason": "r", "argument": "",
-         "engines": {"ONNX Runtime": ["agrees"], "onnx-ad": ["agrees", "differs"]}}],
+         "engines": {"ONNX Runtime": ["agrees"], "onnx-ad": ["agrees", "differs at a special point"]}}],
         "engine_findings": [{"engine": "onnx-ad", "input": "data_0", "kind": "convention at a special point",
                              "reason": "the first input takes a tie", "case": "tie",
                              "values": {"vjp": "0.5", "engine": "1.0"}}]},
@@ -149,7 +149,7 @@ def test_the_engines_page_groups_findings_by_engine_and_operator_with_a_coverage
             "engine_findings": [{"engine": "onnx-ad", "input": "input", "kind": "refusal", "reason": "no | reason",
                                  "case": "inputs (3,)"}]}}
     text = render_engines(verdicts)
-    assert "| ONNX Runtime | 2 | 1 | 0 | 0 | 1 |" in text and "| onnx-ad | 2 | 0 | 1 | 1 | 0 |" in text
+    assert "| ONNX Runtime | 2 | 1 | 0 | 0 | 0 | 1 |" in text and "| onnx-ad | 2 | 0 | 0 | 1 | 1 | 0 |" in text
     assert "## ONNX Runtime\n\nNo difference or refusal found." in text
     assert "### Max (onnx-ad)" in text and "### Tan (onnx-ad)" in text
     assert ('- **convention at a special point**, input <a href="../proofs/Max.html#verdict-max-data_0"><code>data_0'
