@@ -3,7 +3,7 @@
 from . import samplers
 from .broadcast import sum_to_shape
 from .checks import CheckResult, check_forward, check_vjp_fd, check_vjp_torch, check_zero_almost_everywhere
-from .conventions import Special, check_conventions
+from .conventions import Defect, Special, check_conventions
 from .display import Measured, Table, attributes, measured, show, signature
 from .evidence import recorded
 from .findings import Finding, check_reference_departure
@@ -18,7 +18,7 @@ from .verdict import VOCABULARY, Claim, Verdict, VerdictError
 from .witness import witness_jump, witness_kink, witness_selects, witness_unbounded
 
 __all__ = [
-    "CheckResult", "Claim", "Finding", "Measured", "OpInfo", "Special", "Table", "UnknownOperatorError", "VOCABULARY", "Verdict",
+    "CheckResult", "Claim", "Defect", "Finding", "Measured", "OpInfo", "Special", "Table", "UnknownOperatorError", "VOCABULARY", "Verdict",
     "VerdictError", "attributes", "check_conventions", "check_forward", "check_reference_departure", "check_vjp_fd", "check_vjp_onnxad", "check_vjp_ort",
     "check_vjp_symbolic", "check_vjp_torch", "check_zero_almost_everywhere", "list_ops", "measured", "recorded", "onnxad_gradient", "op_info",
     "OrtRunError", "ort_forward", "ort_gradient", "plot_elementwise", "run_onnx", "samplers", "show", "signature", "sum_to_shape",

@@ -22,12 +22,19 @@ from .ortgrad import NoGradientBuilder, ort_gradient
 from .schema import op_info
 
 
+class Defect(str):
+    """A declared difference at a special point that is not a convention: the engine is wrong there (the derivative
+    exists and the engine's value is not it, or the engine is wrong everywhere and the point only shows it again).
+    `Special(..., onnxad=Defect("reason"))`; the engines page files it as a wrong value, not as a convention."""
+
+
 @dataclass
 class Special:
     """One special point: a label, the op's inputs there (schema order), and what vjp must return for each named
     input (a number or array; None for no gradient). `cotangents` defaults to ones on every float output. `torch`,
     `ort` and `onnxad` hold the reason for a declared difference from PyTorch, ONNX Runtime or onnx-ad at this point
-    (a refusal is shown as such, "refused" or "no rule", and needs no declaration); `departs` the reason
+    (a refusal is shown as such, "refused" or "no rule", and needs no declaration); a reason wrapped in `Defect`
+    says the engine is wrong at this point rather than following another convention; `departs` the reason
     the chapter's value here departs from the book's convention policy (book/method), which lists every departure."""
 
     at: str
@@ -174,8 +181,9 @@ def check_conventions(op, vjp, points: list[Special], *, twin=None, attrs=None, 
                 for engine, name, mine, theirs in differing:
                     if engine == who:
                         values = {"vjp": mine, **({"engine": theirs} if theirs is not None else {})}
+                        what = {"what": "wrong value"} if isinstance(reason, Defect) else {}
                         record(op, name, "ort-convention" if who == "ONNX Runtime" else "onnxad-convention", vjp,
-                               detail=reason, data={"case": p.at, "values": values})
+                               detail=str(reason), data={"case": p.at, "values": values, **what})
         if p.departs:
             notes.append(f"departure from the book's convention policy at {p.at}: {p.departs}")
     for name in named:

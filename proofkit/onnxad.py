@@ -43,6 +43,10 @@ class NoOnnxAdGradient(Exception):
         self.refused = refused
 
 
+def _is_floatlike(y) -> bool:
+    return _is_float(y) or np.asarray(y).dtype.name.startswith(("float8", "float4", "bfloat16"))
+
+
 def onnxad_version() -> str:
     import onnx_ad
     return onnx_ad.__version__
@@ -103,7 +107,9 @@ def onnxad_gradient(op, inputs, cotangents, attrs=None, *, with_how: bool = Fals
     inputs = list(inputs)
     outs = run_onnx(op, inputs, attrs)
     model, names = _model(op, inputs, outs, attrs)
-    seeded = [k for k, (y, g) in enumerate(zip(outs, cotangents)) if g is not None and _is_float(y)]
+    # a cotangent on an output of a float type NumPy does not call floating (float8, float4, bfloat16 through
+    # ml_dtypes) is passed on too: onnx-ad then says itself whether it takes that type
+    seeded = [k for k, (y, g) in enumerate(zip(outs, cotangents)) if g is not None and _is_floatlike(y)]
     wanted = [n for n, x in zip(names, inputs) if x is not None and _is_float(x)]
     if not seeded or not wanted:
         grads = [None] * len(inputs)

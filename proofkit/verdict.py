@@ -89,7 +89,10 @@ def engine_outcomes(op: str, name: str) -> dict[str, list[str]]:
     out = {}
     for engine, kinds in ENGINES.items():
         seen = [word for kind, word in kinds.items() if kind in recs]
-        if CONVENTION_KINDS[engine] in recs:
+        conventions = [r for r in evidence.recorded(op) if r.name == name and r.kind == CONVENTION_KINDS[engine]]
+        if any(isinstance(r.data, dict) and r.data.get("what") == "wrong value" for r in conventions):
+            seen.insert(min(1, len(seen)), "differs")  # a declared defect shown at a special point
+        if any(not (isinstance(r.data, dict) and r.data.get("what")) for r in conventions):
             seen.insert(len([w for w in seen if w in ("agrees", "differs")]), "differs at a special point")
         seen = list(dict.fromkeys(seen))
         if seen:

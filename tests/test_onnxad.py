@@ -127,3 +127,24 @@ def test_a_differentiable_verdict_requires_the_onnx_ad_check():
     payload = claim.verdict(exp_vjp).as_json()
     assert payload["rows"][0]["engines"] == {"ONNX Runtime": ["agrees"], "onnx-ad": ["agrees"]}
     assert payload["engine_findings"] == []
+
+
+def test_a_defect_declared_at_a_special_point_is_filed_as_a_wrong_value_not_a_convention():
+    from proofkit import Defect
+    from proofkit.verdict import engine_findings, engine_outcomes
+    tie = [np.array(1.0), np.array(1.0)]
+    check_conventions("Max", max_vjp, [Special("tie", tie, {"data_0[0]": 0.5, "data_0[1]": 0.5},
+                                               onnxad=Defect("stands for a defect"))], twin=torch.maximum, ort=False)
+    assert {f["kind"] for f in engine_findings("Max")} == {"wrong value"}
+    assert engine_outcomes("Max", "data_0")["onnx-ad"] == ["differs"]
+    _reset()
+    check_conventions("Max", max_vjp, [Special("tie", tie, {"data_0[0]": 0.5, "data_0[1]": 0.5},
+                                               onnxad="a convention")], twin=torch.maximum, ort=False)
+    assert {f["kind"] for f in engine_findings("Max")} == {"convention at a special point"}
+    assert engine_outcomes("Max", "data_0")["onnx-ad"] == ["differs at a special point"]
+
+
+def test_a_float8_output_is_passed_to_onnx_ad_which_refuses_it_itself():
+    from proofkit.onnxad import NoOnnxAdGradient
+    with pytest.raises(NoOnnxAdGradient, match="not of a floating-point type"):
+        onnxad_gradient("Cast", [np.array([3.3, 448.0])], [np.ones(2)], {"to": 17})  # FLOAT8E4M3FN
