@@ -112,7 +112,7 @@ def engine_findings(op: str) -> list[dict]:
         engine, word = kinds[r.kind]
         data = r.data if isinstance(r.data, dict) else {}
         kind = {"differs": data.get("what", "wrong value"), "refuses": "refusal",
-                "convention": "convention at a special point"}[word]
+                "convention": data.get("what", "convention at a special point")}[word]
         key = (engine, r.name, kind, r.detail)
         if key in seen:
             continue
