@@ -31,7 +31,8 @@ class NoGradientBuilder(Exception):
 
     `refused` tells the two cases apart: False where ONNX Runtime cannot differentiate the operator at all (no gradient
     builder is registered for it, it cannot load the node at the opset it reads, or its graph has no gradient edge to
-    the inputs: "unreachable from the output node(s)"), True where a builder exists but the runtime refused this node
+    the inputs: "unreachable from the output node(s)"; or the gradient operator its builder emits has no CPU kernel,
+    ConvTransposeGrad), True where a builder exists but the runtime refused this node
     (its builder failed on these attributes, or the graph it built failed to run). A
     refusal is not a statement about the operator, so it never stands in for a comparison (proofkit.verdict)."""
 
@@ -160,8 +161,13 @@ def ort_gradient(op, inputs, cotangents, attrs=None) -> list:
             result = dict(zip([o.name for o in sess.get_outputs()],
                               sess.run(None, {k: v for k, v in feeds.items() if k in wanted_feeds})))
     except Exception as e:  # noqa: BLE001 - the graph was built but does not run: ONNX Runtime's own failure
+        text = _reason(str(e).split('Status Message: ')[-1])
+        kernel = re.search(r"Could not find an implementation for (\w+Grad)\(", text)
+        if kernel:  # the gradient operator has no CPU kernel at all: a fact about the operator, not about this node
+            raise NoGradientBuilder(f"ONNX Runtime {ort_version()} has no CPU kernel for {kernel.group(1)}, the "
+                                    f"gradient operator its builder emits for {op}") from None
         raise NoGradientBuilder(f"ONNX Runtime {ort_version()} built the gradient graph of {op} but could not run "
-                                f"it: {_reason(str(e).split('Status Message: ')[-1])}", refused=True) from None
+                                f"it: {text}", refused=True) from None
     return [np.asarray(result[f"{n}_grad"], np.float64) if n in wanted and f"{n}_grad" in result else None
             for n in names]
 

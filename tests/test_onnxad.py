@@ -148,3 +148,12 @@ def test_a_float8_output_is_passed_to_onnx_ad_which_refuses_it_itself():
     from proofkit.onnxad import NoOnnxAdGradient
     with pytest.raises(NoOnnxAdGradient, match="not of a floating-point type"):
         onnxad_gradient("Cast", [np.array([3.3, 448.0])], [np.ones(2)], {"to": 17})  # FLOAT8E4M3FN
+
+
+def test_a_gradient_operator_without_a_cpu_kernel_is_no_gradient_not_a_refusal():
+    # ONNX Runtime 1.19.2 builds ConvTransposeGrad for ConvTranspose, which has no CPU kernel on any attributes
+    from proofkit.ortgrad import NoGradientBuilder, ort_gradient
+    x, w = samplers.normal((1, 1, 3), seed=1), samplers.normal((1, 1, 2), seed=2)
+    with pytest.raises(NoGradientBuilder, match="no CPU kernel for ConvTransposeGrad") as e:
+        ort_gradient("ConvTranspose", [x, w], [np.ones((1, 1, 4))])
+    assert not e.value.refused
