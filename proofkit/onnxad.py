@@ -94,10 +94,11 @@ def how_reached(model, op) -> str:
     return "rule"
 
 
-def onnxad_gradient(op, inputs, cotangents, attrs=None, *, with_how: bool = False):
+def onnxad_gradient(op, inputs, cotangents, attrs=None, *, with_how: bool = False, wrt: list[int] | None = None):
     """onnx-ad's adjoint of Σ_k ⟨output_k, cotangent_k⟩ for every input: an array (float64 when the input is), or None
     for an input that is not float or is omitted. With `with_how`, also returns how onnx-ad reached the operator
-    (a key of HOW).
+    (a key of HOW). `wrt` lists the positions of the inputs to differentiate (default: every float input); the
+    others get None.
 
     Raises NoOnnxAdGradient when onnx-ad has no rule for the operator (refused=False), refuses this node, or its
     adjoint model does not run under onnx.reference (refused=True)."""
@@ -110,7 +111,8 @@ def onnxad_gradient(op, inputs, cotangents, attrs=None, *, with_how: bool = Fals
     # a cotangent on an output of a float type NumPy does not call floating (float8, float4, bfloat16 through
     # ml_dtypes) is passed on too: onnx-ad then says itself whether it takes that type
     seeded = [k for k, (y, g) in enumerate(zip(outs, cotangents)) if g is not None and _is_floatlike(y)]
-    wanted = [n for n, x in zip(names, inputs) if x is not None and _is_float(x)]
+    wanted = [n for i, (n, x) in enumerate(zip(names, inputs))
+              if x is not None and _is_float(x) and (wrt is None or i in wrt)]
     if not seeded or not wanted:
         grads = [None] * len(inputs)
         return (grads, "rule") if with_how else grads
@@ -144,7 +146,8 @@ def onnxad_gradient(op, inputs, cotangents, attrs=None, *, with_how: bool = Fals
 
 
 def check_vjp_onnxad(op, vjp, inputs, attrs=None, *, seed=0, rtol=1e-9, atol=1e-12,
-                     disagree: dict[str, str] | None = None, outputs: list[str] | None = None) -> CheckResult:
+                     disagree: dict[str, str] | None = None, outputs: list[str] | None = None,
+                     inputs_wrt: list[str] | None = None) -> CheckResult:
     """Method 3 of ONNX's guide, executed: `vjp` against onnx-ad's adjoint model of the same node, run by
     onnx.reference in float64 with the same random cotangents as the ONNX Runtime check (same `seed`).
 
@@ -153,7 +156,9 @@ def check_vjp_onnxad(op, vjp, inputs, attrs=None, *, seed=0, rtol=1e-9, atol=1e-
     operator, or refuses the node, that is recorded and shown with onnx-ad's reason, never as a pass.
 
     `outputs` names the outputs to seed (default: every float output). The others get a zero cotangent in `vjp` and
-    no seed in onnx-ad's model, which is the same product; the table's notes say which were seeded.
+    no seed in onnx-ad's model, which is the same product; the table's notes say which were seeded. `inputs_wrt`
+    names the inputs to ask onnx-ad for (default: every float input): where it refuses one input (ConvTranspose's
+    weight), the others can still be compared; the notes say which were asked for.
     """
     info = op_info(op)
     disagree = dict(disagree or {})
@@ -175,13 +180,22 @@ def check_vjp_onnxad(op, vjp, inputs, attrs=None, *, seed=0, rtol=1e-9, atol=1e-
         cot = [g if g is None or info.output_name(k) in outputs else np.zeros_like(g) for k, g in enumerate(cot)]
         seeded_note = f"cotangent on {', '.join(outputs)} only ({', '.join(cut)} seeded with 0 in vjp, not in onnx-ad)"
     ad_cot = [g if outputs is None or info.output_name(k) in outputs else None for k, g in enumerate(cot)]
+    wrt = None
+    if inputs_wrt is not None:
+        wrt = [i for i, v in enumerate(x) if _is_float(v) and info.input_name(i) in inputs_wrt]
+        unknown = set(inputs_wrt) - {info.input_name(i) for i in wrt}
+        if unknown:
+            raise AssertionError(f"{op}: {sorted(unknown)} are not float inputs of this call")
+        skipped = [_shown_name(info, i) for i, v in enumerate(x) if _is_float(v) and i not in wrt]
+        seeded_note = "; ".join(([seeded_note] if seeded_note else [])
+                                + [f"asked for {', '.join(inputs_wrt)} only (not {', '.join(skipped)})"])
     where = f"inputs {_shapes_text(x)}, attributes {_attr_text(attrs)}, float64 under onnx.reference"
     fields = dict(inputs=_shapes_text(x), attrs=_attr_text(attrs))
     try:
-        theirs, how = onnxad_gradient(op, x, ad_cot, attrs, with_how=True)
+        theirs, how = onnxad_gradient(op, x, ad_cot, attrs, with_how=True, wrt=wrt)
     except NoOnnxAdGradient as e:
         for i, v in enumerate(x):
-            if _is_float(v):
+            if _is_float(v) and (wrt is None or i in wrt):
                 record(op, info.input_name(i), "onnxad-refused" if e.refused else "onnxad-none", vjp, detail=str(e),
                        data={"case": where})
         if disagree:

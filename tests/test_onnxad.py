@@ -157,3 +157,22 @@ def test_a_gradient_operator_without_a_cpu_kernel_is_no_gradient_not_a_refusal()
     with pytest.raises(NoGradientBuilder, match="no CPU kernel for ConvTransposeGrad") as e:
         ort_gradient("ConvTranspose", [x, w], [np.ones((1, 1, 4))])
     assert not e.value.refused
+
+
+def test_inputs_onnx_ad_refuses_can_be_left_out_and_the_notes_say_so():
+    def conv1d_vjp(inputs, cotangents, **attrs):  # Conv with one channel, kernel 2, no padding
+        x, w = inputs[0][0, 0], inputs[1][0, 0]
+        g = cotangents[0][0, 0]
+        gx = np.zeros_like(x)
+        for t in range(g.size):
+            gx[t:t + 2] += g[t] * w
+        gw = np.array([g @ x[k:k + g.size] for k in range(2)])
+        return [gx[None, None], gw[None, None]]
+
+    x, w = samplers.normal((1, 1, 5), seed=1), samplers.normal((1, 1, 2), seed=2)
+    both = check_vjp_onnxad("Conv", conv1d_vjp, [x, w])
+    assert both.names == ["X", "W"]
+    only = check_vjp_onnxad("Conv", conv1d_vjp, [x, w], inputs_wrt=["X"])
+    assert only.names == ["X"] and "asked for X only (not W)" in only.notes
+    with pytest.raises(AssertionError, match="not float inputs"):
+        check_vjp_onnxad("Conv", conv1d_vjp, [x, w], inputs_wrt=["B"])
