@@ -94,11 +94,13 @@ def how_reached(model, op) -> str:
     return "rule"
 
 
-def onnxad_gradient(op, inputs, cotangents, attrs=None, *, with_how: bool = False, wrt: list[int] | None = None):
+def onnxad_gradient(op, inputs, cotangents, attrs=None, *, with_how: bool = False, wrt: list[int] | None = None,
+                    forward=None):
     """onnx-ad's adjoint of Σ_k ⟨output_k, cotangent_k⟩ for every input: an array (float64 when the input is), or None
     for an input that is not float or is omitted. With `with_how`, also returns how onnx-ad reached the operator
     (a key of HOW). `wrt` lists the positions of the inputs to differentiate (default: every float input); the
-    others get None.
+    others get None. `forward(inputs, **attrs)` gives the outputs (their shapes and types declare the model's outputs)
+    where onnx.reference cannot run the node (DeformConv off two spatial axes); by default onnx.reference does.
 
     Raises NoOnnxAdGradient when onnx-ad has no rule for the operator (refused=False), refuses this node, or its
     adjoint model does not run under onnx.reference (refused=True)."""
@@ -106,7 +108,7 @@ def onnxad_gradient(op, inputs, cotangents, attrs=None, *, with_how: bool = Fals
     from onnx.reference import ReferenceEvaluator
 
     inputs = list(inputs)
-    outs = run_onnx(op, inputs, attrs)
+    outs = run_onnx(op, inputs, attrs) if forward is None else [np.asarray(y) for y in forward(inputs, **(attrs or {}))]
     model, names = _model(op, inputs, outs, attrs)
     # a cotangent on an output of a float type NumPy does not call floating (float8, float4, bfloat16 through
     # ml_dtypes) is passed on too: onnx-ad then says itself whether it takes that type
@@ -147,7 +149,7 @@ def onnxad_gradient(op, inputs, cotangents, attrs=None, *, with_how: bool = Fals
 
 def check_vjp_onnxad(op, vjp, inputs, attrs=None, *, seed=0, rtol=1e-9, atol=1e-12,
                      disagree: dict[str, str] | None = None, outputs: list[str] | None = None,
-                     inputs_wrt: list[str] | None = None) -> CheckResult:
+                     inputs_wrt: list[str] | None = None, forward=None) -> CheckResult:
     """Method 3 of ONNX's guide, executed: `vjp` against onnx-ad's adjoint model of the same node, run by
     onnx.reference in float64 with the same random cotangents as the ONNX Runtime check (same `seed`).
 
@@ -158,13 +160,14 @@ def check_vjp_onnxad(op, vjp, inputs, attrs=None, *, seed=0, rtol=1e-9, atol=1e-
     `outputs` names the outputs to seed (default: every float output). The others get a zero cotangent in `vjp` and
     no seed in onnx-ad's model, which is the same product; the table's notes say which were seeded. `inputs_wrt`
     names the inputs to ask onnx-ad for (default: every float input): where it refuses one input (ConvTranspose's
-    weight), the others can still be compared; the notes say which were asked for.
+    weight), the others can still be compared; the notes say which were asked for. `forward` stands in for
+    onnx.reference where it cannot run the node (see onnxad_gradient; the notes say so).
     """
     info = op_info(op)
     disagree = dict(disagree or {})
     full = info.with_defaults(attrs)
     x = [None if v is None else np.asarray(v) for v in inputs]
-    outs = run_onnx(op, x, attrs)
+    outs = run_onnx(op, x, attrs) if forward is None else [np.asarray(y) for y in forward(x, **(attrs or {}))]
     if not any(_is_float(y) for y in outs):
         raise AssertionError(f"{op}: no output is float here, so there is no cotangent and nothing for onnx-ad to "
                              "differentiate; this check is for operators with a float output")
@@ -189,10 +192,13 @@ def check_vjp_onnxad(op, vjp, inputs, attrs=None, *, seed=0, rtol=1e-9, atol=1e-
         skipped = [_shown_name(info, i) for i, v in enumerate(x) if _is_float(v) and i not in wrt]
         seeded_note = "; ".join(([seeded_note] if seeded_note else [])
                                 + [f"asked for {', '.join(inputs_wrt)} only (not {', '.join(skipped)})"])
+    if forward is not None:
+        seeded_note = "; ".join(([seeded_note] if seeded_note else [])
+                                + ["output shapes from the chapter's forward, which onnx.reference cannot run here"])
     where = f"inputs {_shapes_text(x)}, attributes {_attr_text(attrs)}, float64 under onnx.reference"
     fields = dict(inputs=_shapes_text(x), attrs=_attr_text(attrs))
     try:
-        theirs, how = onnxad_gradient(op, x, ad_cot, attrs, with_how=True, wrt=wrt)
+        theirs, how = onnxad_gradient(op, x, ad_cot, attrs, with_how=True, wrt=wrt, forward=forward)
     except NoOnnxAdGradient as e:
         for i, v in enumerate(x):
             if _is_float(v) and (wrt is None or i in wrt):

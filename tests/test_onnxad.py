@@ -176,3 +176,9 @@ def test_inputs_onnx_ad_refuses_can_be_left_out_and_the_notes_say_so():
     assert only.names == ["X"] and "asked for X only (not W)" in only.notes
     with pytest.raises(AssertionError, match="not float inputs"):
         check_vjp_onnxad("Conv", conv1d_vjp, [x, w], inputs_wrt=["B"])
+
+
+def test_a_forward_stands_in_for_onnx_reference_for_the_output_shapes_and_is_noted():
+    x = samplers.uniform((3, 4), seed=1, avoid=[0.0], margin=1e-2)
+    result = check_vjp_onnxad("Abs", abs_vjp, [x], forward=lambda inputs, **a: [np.abs(inputs[0])])
+    assert result.compared and "output shapes from the chapter's forward" in result.notes
