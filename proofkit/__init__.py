@@ -8,7 +8,7 @@ from .display import Measured, Table, attributes, measured, show, signature
 from .evidence import recorded
 from .findings import Finding, check_reference_departure
 from .onnxad import check_vjp_onnxad, onnxad_gradient
-from .onnxrun import run_onnx
+from .onnxrun import run_onnx, stand_in
 from .ortgrad import OrtRunError, check_vjp_ort, ort_forward, ort_gradient
 from .plot import plot_elementwise
 from .report import install as _install_report
@@ -21,7 +21,7 @@ __all__ = [
     "CheckResult", "Claim", "Defect", "Finding", "Measured", "OpInfo", "Special", "Table", "UnknownOperatorError", "VOCABULARY", "Verdict",
     "VerdictError", "attributes", "check_conventions", "check_forward", "check_reference_departure", "check_vjp_fd", "check_vjp_onnxad", "check_vjp_ort",
     "check_vjp_symbolic", "check_vjp_torch", "check_zero_almost_everywhere", "list_ops", "measured", "recorded", "onnxad_gradient", "op_info",
-    "OrtRunError", "ort_forward", "ort_gradient", "plot_elementwise", "run_onnx", "samplers", "show", "signature", "sum_to_shape",
+    "OrtRunError", "ort_forward", "ort_gradient", "plot_elementwise", "run_onnx", "samplers", "show", "signature", "stand_in", "sum_to_shape",
     "witness_jump", "witness_kink", "witness_selects", "witness_unbounded",
 ]
 

@@ -83,3 +83,17 @@ def test_a_function_body_typed_for_float32_only_runs_in_the_inputs_type():
     y32 = run_onnx("MeanVarianceNormalization", [X.astype(np.float32)])[0]
     assert y32.dtype == np.float32 and np.abs(y - y32).max() < 1e-5
     assert np.allclose(run_onnx("MeanVarianceNormalization", [X], {"axes": [1]})[0].std(axis=1), 1.0)
+
+
+def test_a_stand_in_runs_an_operator_onnx_reference_lacks_and_is_named_as_the_source():
+    from proofkit import run_onnx, stand_in
+    from proofkit import onnxrun
+    with pytest.raises(ValueError, match="onnx.reference implements Relu"):
+        stand_in("Relu", lambda inputs: [inputs[0]], "a stand-in")
+    try:
+        stand_in("GlobalLpPool", lambda inputs, p=2: [np.sum(np.abs(inputs[0]) ** p, axis=(2,), keepdims=True)
+                                                      ** (1 / p)], "the spec's formula")
+        y = run_onnx("GlobalLpPool", [np.array([[[3.0, -4.0]]])])
+        assert y[0].tolist() == [[[5.0]]] and y.source == "the spec's formula"
+    finally:
+        onnxrun._STAND_INS.clear()
