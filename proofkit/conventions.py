@@ -173,6 +173,9 @@ def check_conventions(op, vjp, points: list[Special], *, twin=None, attrs=None, 
             if not ok and not reason:
                 raise AssertionError(f"{op}: at {p.at}, {who} differs from vjp; declare the difference with its "
                                      "reason, or follow the book's convention")
+            if reason and who == "onnx-ad" and ag is None:
+                raise AssertionError(f"{op}: at {p.at}, a difference from onnx-ad is declared, but onnx-ad gave no "
+                                     f"gradient there ({ad_note}): a declared difference needs its witness")
             if ok and reason and not (who == "ONNX Runtime" and og is None) and not (who == "onnx-ad" and ag is None):
                 raise AssertionError(f"{op}: at {p.at}, a difference from {who} is declared, but {who} agrees with "
                                      "vjp; update the chapter")

@@ -22,7 +22,7 @@ from .checks import (DIFFERS_DECLARED, NOTHING_COMPARED, REFUSED_ONNXAD, CheckRe
                      _max_err, _shapes_text, _shown_name)
 from .display import Measured
 from .evidence import record
-from .onnxrun import run_onnx
+from .onnxrun import run_onnx, stand_in_ops
 from .schema import op_info
 
 #: How onnx-ad reached the operator (the `how` of onnxad_gradient), in the words the tables use.
@@ -137,7 +137,7 @@ def onnxad_gradient(op, inputs, cotangents, attrs=None, *, with_how: bool = Fals
     wanted_out = [f"adj_{n}" for n in wanted]
     try:
         with np.errstate(all="ignore"):
-            got = ReferenceEvaluator(adjoint).run(wanted_out, feeds)
+            got = ReferenceEvaluator(adjoint, new_ops=stand_in_ops() or None).run(wanted_out, feeds)
     except Exception as e:  # noqa: BLE001 - the adjoint model was built but onnx.reference could not run it
         raise NoOnnxAdGradient(f"onnx-ad {onnxad_version()} built an adjoint model of {op} that onnx.reference "
                                f"could not run: {type(e).__name__}: {' '.join(str(e).split())[:300]}") from None

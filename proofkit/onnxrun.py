@@ -99,8 +99,9 @@ _STAND_INS: dict = {}
 
 def stand_in(op: str, fn, source: str) -> None:
     """Give the kit, in this process, `fn(inputs, **attrs)` (a list of outputs) for an operator that onnx.reference
-    does not implement (GlobalLpPool in onnx 1.23.2), so that every check that runs the node runs it; their tables
-    name `source` where they would name onnx.reference. Refused for an operator onnx.reference implements: the
+    does not implement (GlobalLpPool in onnx 1.23.2), so that every check that runs the node runs it (the onnx-ad
+    check's evaluator too, through stand_in_ops); the forward check's table names `source` where it would name
+    onnx.reference. Refused for an operator onnx.reference implements: the
     stand-in must be the spec's own definition in terms of operators it does implement, said in `source`."""
     from onnx.reference.op_run import RuntimeImplementationError
     info = op_info(op)
@@ -111,6 +112,19 @@ def stand_in(op: str, fn, source: str) -> None:
         _STAND_INS[op] = (fn, source)
         return
     raise ValueError(f"onnx.reference implements {op}; a stand-in would replace ONNX's own reference")
+
+
+def stand_in_ops() -> list:
+    """The stand-ins as onnx.reference operators, for an evaluator of a model that contains such a node (onnx-ad's
+    adjoint model keeps the forward node): `ReferenceEvaluator(model, new_ops=stand_in_ops())`."""
+    from onnx.reference.op_run import OpRun
+
+    def make(fn):
+        def _run(self, *inputs, **attrs):
+            return tuple(np.asarray(y) for y in fn(list(inputs), **{k: v for k, v in attrs.items() if v is not None}))
+        return _run
+
+    return [type(op, (OpRun,), {"op_domain": "", "_run": make(fn)}) for op, (fn, _) in _STAND_INS.items()]
 
 
 def run_onnx(op: str, inputs, attrs: dict | None = None, n_outputs: int | None = None) -> list[np.ndarray]:

@@ -182,3 +182,11 @@ def test_a_forward_stands_in_for_onnx_reference_for_the_output_shapes_and_is_not
     x = samplers.uniform((3, 4), seed=1, avoid=[0.0], margin=1e-2)
     result = check_vjp_onnxad("Abs", abs_vjp, [x], forward=lambda inputs, **a: [np.abs(inputs[0])])
     assert result.compared and "output shapes from the chapter's forward" in result.notes
+
+
+def test_a_declared_onnx_ad_difference_where_onnx_ad_gives_nothing_fails():
+    x = samplers.normal((1, 1, 7), seed=2)  # onnx-ad refuses AveragePool with ceil_mode=1
+    point = Special("refused", [x], {"X": None}, attrs={"kernel_shape": [3], "strides": [2], "ceil_mode": 1},
+                    onnxad="stale")
+    with pytest.raises(AssertionError, match="onnx-ad gave no gradient there"):
+        check_conventions("AveragePool", lambda i, c, **a: [None], [point], ort=False)
