@@ -12,8 +12,8 @@ CELLS = [
     """import numpy as np
 import sympy as sp
 import torch
-from proofkit import (Claim, Special, check_conventions, check_vjp_fd, check_vjp_ort, check_vjp_symbolic, samplers,
-                      witness_kink)
+from proofkit import (Claim, Special, check_conventions, check_vjp_fd, check_vjp_onnxad, check_vjp_ort,
+                      check_vjp_symbolic, samplers, witness_kink)
 CLAIM = Claim("Relu", {"X": ("differentiable almost everywhere", "kink at 0"),
                        "Y": ("differentiable almost everywhere", "of X")})""",
     """def vjp(inputs, cotangents, **attrs):
@@ -27,6 +27,7 @@ check_vjp_symbolic("Relu", {"X": [x]}, {"Y": [sp.Max(0, x)]}, {"Y": [g]}, {"X": 
 X = samplers.uniform((3, 4), seed=0, avoid=[0.0])
 check_vjp_fd("Relu", vjp, [X])
 check_vjp_ort("Relu", vjp, [X])
+check_vjp_onnxad("Relu", vjp, [X])
 witness_kink("Relu", [np.array([0.0])])""",
     """SPECIAL = [Special("X = 0", [np.array(0.0)], {"X": 0.0}), Special("X = 2^-20", [np.array(2.0 ** -20)], {"X": 1.0})]
 check_conventions("Relu", vjp, SPECIAL, twin=torch.relu)""",
