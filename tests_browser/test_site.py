@@ -178,7 +178,9 @@ def test_the_site_stays_small_and_ships_only_the_mathjax_it_loads():
     assert not list(SITE.rglob("*.ttf")), "the icon fonts ship as WOFF2 only"
     assert total - chapters < 7e6, f"the fixed part takes {(total - chapters) / 1e6:.1f} MB"
     per_chapter = chapters / max(len(CHAPTERS), 1)
-    assert per_chapter < 100e3, f"a chapter takes {per_chapter / 1e3:.0f} KB on average"
+    # 108 KB at 153 chapters, once every cross-check table gained onnx-ad's rows and the convolution chapters landed
+    # (the largest pages, 190 to 230 KB); the budget keeps that growth from compounding
+    assert per_chapter < 120e3, f"a chapter takes {per_chapter / 1e3:.0f} KB on average"
 
 
 def test_pages_lose_only_whitespace_no_op_spans_and_the_icon_script():
