@@ -77,6 +77,13 @@ def _model(op, inputs, outs, attrs):
     return helper.make_model(graph, opset_imports=[helper.make_opsetid("", onnx.defs.onnx_opset_version())]), names
 
 
+def _outputs(op, inputs, attrs, forward) -> list:
+    """The node's outputs: onnx.reference's, or the chapter's `forward` where onnx.reference cannot run the node."""
+    if forward is None:
+        return run_onnx(op, inputs, attrs)
+    return [np.asarray(y) for y in forward(list(inputs), **(attrs or {}))]
+
+
 def how_reached(model, op) -> str:
     """Which of onnx-ad's paths reaches `op` in `model`: "recurrent", "lowered", "function" or "rule" (a key of HOW).
     Runs onnx-ad's own passes in the order `reverse` runs them and asks where the operator disappears."""
@@ -108,7 +115,7 @@ def onnxad_gradient(op, inputs, cotangents, attrs=None, *, with_how: bool = Fals
     from onnx.reference import ReferenceEvaluator
 
     inputs = list(inputs)
-    outs = run_onnx(op, inputs, attrs) if forward is None else [np.asarray(y) for y in forward(inputs, **(attrs or {}))]
+    outs = _outputs(op, inputs, attrs, forward)
     model, names = _model(op, inputs, outs, attrs)
     # a cotangent on an output of a float type NumPy does not call floating (float8, float4, bfloat16 through
     # ml_dtypes) is passed on too: onnx-ad then says itself whether it takes that type
@@ -167,7 +174,7 @@ def check_vjp_onnxad(op, vjp, inputs, attrs=None, *, seed=0, rtol=1e-9, atol=1e-
     disagree = dict(disagree or {})
     full = info.with_defaults(attrs)
     x = [None if v is None else np.asarray(v) for v in inputs]
-    outs = run_onnx(op, x, attrs) if forward is None else [np.asarray(y) for y in forward(x, **(attrs or {}))]
+    outs = _outputs(op, x, attrs, forward)
     if not any(_is_float(y) for y in outs):
         raise AssertionError(f"{op}: no output is float here, so there is no cotangent and nothing for onnx-ad to "
                              "differentiate; this check is for operators with a float output")
