@@ -12,6 +12,7 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
+from .display import Measured
 from .evidence import record
 from .report import TABLED, collect
 from .onnxrun import run_onnx
@@ -141,6 +142,37 @@ def _max_err(a, b) -> float:
     if not np.issubdtype(a.dtype, np.number) or not np.issubdtype(b.dtype, np.number):
         return 0.0 if np.array_equal(a, b) else np.inf
     return float(np.max(_gap(a.astype(np.float64), b.astype(np.float64))))
+
+
+@dataclass
+class EngineComparison:
+    """vjp's gradient for one input against an engine's (proofkit.ortgrad, proofkit.onnxad)."""
+
+    agree: bool
+    why: str  # what differs, in words, where it does
+    what: str  # "wrong value" or "wrong shape"
+    err: float | None = None
+    tol: float | None = None
+
+
+def compare_with_engine(op, engine, shown, mine, theirs, *, rtol, atol, declared: str | None) -> EngineComparison:
+    """Compare vjp's gradient `mine` with an engine's `theirs` within atol + rtol·max(max|finite mine|, 1). A
+    difference is allowed only where the chapter declared it (`declared`, its reason); a declared difference that
+    agrees fails, so that the chapter is updated when the engine is fixed."""
+    if np.shape(theirs) != np.shape(mine):
+        result = EngineComparison(False, f"{engine}'s gradient has shape {np.shape(theirs)}, the input "
+                                         f"{np.shape(mine)}", "wrong shape")
+    else:
+        finite = np.abs(mine[np.isfinite(mine)])
+        err, tol = _max_err(mine, theirs), atol + rtol * max(float(np.max(finite)) if finite.size else 0.0, 1.0)
+        result = EngineComparison(err <= tol, f"max difference {Measured(err)} > tolerance {Measured(tol)}",
+                                  "wrong value", err, tol)
+    if declared and result.agree:
+        raise AssertionError(f"{op}: a disagreement with {engine} is declared for {shown}, but its gradient now "
+                             "agrees with vjp; update the chapter")
+    if not declared and not result.agree:
+        raise AssertionError(f"{op}: gradient of input {shown} differs from {engine}'s: {result.why}")
+    return result
 
 
 def compare_outputs(op, got, want, *, rtol, atol, what, check_dtype=True) -> "_Worst":

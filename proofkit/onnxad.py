@@ -18,9 +18,8 @@ from __future__ import annotations
 
 import numpy as np
 
-from .checks import (DIFFERS_DECLARED, NOTHING_COMPARED, REFUSED_ONNXAD, CheckResult, _Worst, _attr_text, _call_vjp, _is_float,
-                     _max_err, _shapes_text, _shown_name)
-from .display import Measured
+from .checks import (DIFFERS_DECLARED, NOTHING_COMPARED, REFUSED_ONNXAD, CheckResult, _Worst, _attr_text, _call_vjp,
+                     _is_float, _shapes_text, _shown_name, compare_with_engine)
 from .evidence import record
 from .onnxrun import run_onnx, stand_in_ops
 from .schema import op_info
@@ -223,25 +222,12 @@ def check_vjp_onnxad(op, vjp, inputs, attrs=None, *, seed=0, rtol=1e-9, atol=1e-
         if x[i] is None or not _is_float(x[i]) or t is None:
             continue
         mine = np.zeros(np.shape(x[i])) if g is None else np.asarray(g, np.float64)
-        shaped = np.shape(t) == np.shape(mine)
-        if not shaped:
-            agree, why = False, f"onnx-ad's gradient has shape {np.shape(t)}, the input {np.shape(mine)}"
-        else:
-            err = _max_err(mine, t)
-            tol = atol + rtol * max(float(np.max(np.abs(mine[np.isfinite(mine)]))) if np.isfinite(mine).any()
-                                    else 0.0, 1.0)
-            agree, why = err <= tol, f"max difference {Measured(err)} > tolerance {Measured(tol)}"
-        if name in disagree:
-            if agree:
-                raise AssertionError(f"{op}: a disagreement with onnx-ad is declared for {shown}, but its gradient "
-                                     "now agrees with vjp; update the chapter")
-            witnesses.append(f"{shown}: onnx-ad differs ({why}); {disagree[name]}")
-            record(op, name, "onnxad-differs", vjp, detail=disagree[name],
-                   data={"what": "wrong value" if shaped else "wrong shape", "case": where})
+        c = compare_with_engine(op, "onnx-ad", shown, mine, t, rtol=rtol, atol=atol, declared=disagree.get(name))
+        if not c.agree:
+            witnesses.append(f"{shown}: onnx-ad differs ({c.why}); {disagree[name]}")
+            record(op, name, "onnxad-differs", vjp, detail=disagree[name], data={"what": c.what, "case": where})
             continue
-        if not agree:
-            raise AssertionError(f"{op}: gradient of input {shown} differs from onnx-ad's: {why}")
-        worst.add(err, tol)
+        worst.add(c.err, c.tol)
         # vjp's None against onnx-ad's zeros agrees, but is no gradient: recorded apart, so that a verdict of
         # "non-differentiable" is not read as a gradient that vjp returned
         record(op, name, "onnxad" if g is not None else "onnxad-zero", vjp, detail=how)

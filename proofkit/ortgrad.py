@@ -15,9 +15,8 @@ import re
 
 import numpy as np
 
-from .display import Measured
 from .checks import (DIFFERS_DECLARED, NOTHING_COMPARED, REFUSED, CheckResult, _Worst, _as_list, _attr_text,
-                     _call_vjp, _is_float, _max_err, _shapes_text, _shown_name)
+                     _call_vjp, _is_float, _shapes_text, _shown_name, compare_with_engine)
 from .evidence import record
 from .onnxrun import run_onnx
 from .schema import op_info
@@ -223,24 +222,12 @@ def check_vjp_ort(op, vjp, inputs, attrs=None, *, seed=0, rtol=1e-4, atol=1e-5,
             missing.append(shown)
             continue
         mine = np.zeros(np.shape(x[i])) if g is None else np.asarray(g, np.float64)
-        shaped = np.shape(t) == np.shape(mine)
-        if not shaped:
-            agree, why = False, f"ONNX Runtime's gradient has shape {np.shape(t)}, the input {np.shape(mine)}"
-        else:
-            err = _max_err(mine, t)
-            tol = atol + rtol * max(float(np.max(np.abs(mine))) if mine.size else 0.0, 1.0)
-            agree, why = err <= tol, f"max difference {Measured(err)} > tolerance {Measured(tol)}"
-        if name in disagree:
-            if agree:
-                raise AssertionError(f"{op}: a disagreement with ONNX Runtime is declared for {shown}, but its "
-                                     "gradient now agrees with vjp; update the chapter")
-            witnesses.append(f"{shown}: ONNX Runtime differs ({why}); {disagree[name]}")
-            record(op, name, "ort-differs", vjp, detail=disagree[name],
-                   data={"what": "wrong value" if shaped else "wrong shape", "case": where})
+        c = compare_with_engine(op, "ONNX Runtime", shown, mine, t, rtol=rtol, atol=atol, declared=disagree.get(name))
+        if not c.agree:
+            witnesses.append(f"{shown}: ONNX Runtime differs ({c.why}); {disagree[name]}")
+            record(op, name, "ort-differs", vjp, detail=disagree[name], data={"what": c.what, "case": where})
             continue
-        if not agree:
-            raise AssertionError(f"{op}: gradient of input {shown} differs from ONNX Runtime's: {why}")
-        worst.add(err, tol)
+        worst.add(c.err, c.tol)
         record(op, name, "ort", vjp)
         checked.append(shown)
     detail = where + f", tolerance {rtol:.0e}"
