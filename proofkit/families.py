@@ -28,8 +28,8 @@ FAMILIES: dict[str, tuple[str, ...]] = {
     ),
     "Convolution, pooling and image": (
         "AffineGrid", "AveragePool", "CausalConvWithState", "Col2Im", "Conv", "ConvTranspose", "DeformConv",
-        "GlobalAveragePool", "GlobalLpPool", "GlobalMaxPool", "GridSample", "ImageDecoder", "LpPool", "MaxPool",
-        "MaxRoiPool", "MaxUnpool", "NonMaxSuppression", "Resize", "RoiAlign",
+        "GlobalAveragePool", "GlobalLpPool", "GlobalMaxPool", "GridSample", "LpPool", "MaxPool", "MaxRoiPool",
+        "MaxUnpool", "Resize", "RoiAlign",
     ),
     "Normalization": (
         "BatchNormalization", "GroupNormalization", "InstanceNormalization", "LRN", "LayerNormalization",
@@ -39,8 +39,8 @@ FAMILIES: dict[str, tuple[str, ...]] = {
     "Losses": ("NegativeLogLikelihoodLoss", "SoftmaxCrossEntropyLoss"),
     "Signal, quantization, random and strings": (
         "Bernoulli", "BlackmanWindow", "ConvInteger", "DFT", "DequantizeLinear", "Dropout",
-        "DynamicQuantizeLinear", "HammingWindow", "HannWindow", "MelWeightMatrix", "Multinomial", "QLinearConv",
-        "QLinearMatMul", "QuantizeLinear", "RandomNormal", "RandomNormalLike", "RandomUniform",
+        "DynamicQuantizeLinear", "HammingWindow", "HannWindow", "ImageDecoder", "MelWeightMatrix", "Multinomial",
+        "NonMaxSuppression", "QLinearConv", "QLinearMatMul", "QuantizeLinear", "RandomNormal", "RandomNormalLike", "RandomUniform",
         "RandomUniformLike", "RegexFullMatch", "STFT", "StringConcat", "StringNormalizer", "StringSplit",
         "TfIdfVectorizer",
     ),
