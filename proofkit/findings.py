@@ -201,4 +201,169 @@ def check_reference_departure(op: str, inputs, attrs: dict | None = None, *, spe
                              _figure(w, digits), _figure(gap)))
 
 
-__all__ = ["FINDING_MIME", "Finding", "check_reference_departure", "comparison", "describe_inputs"]
+def _escaped(text: str) -> str:
+    """Control characters (a NUL) as their escapes, so that the stored text and the audit page show them."""
+    return re.sub(r"[\x00-\x1f\x7f]", lambda m: repr(m.group())[1:-1], text)
+
+
+def _same(a, b) -> bool:
+    """Equality of two entries, NaN counting as equal to NaN (as _gap counts it for check_reference_departure)."""
+    if a == b:
+        return True
+    return a != a and b != b  # only NaN is unequal to itself
+
+
+def check_reference_departure_exact(op: str, inputs, attrs: dict | None = None, *, spec, title: str,
+                                    explanation: str, n_outputs: int | None = None) -> Finding:
+    """check_reference_departure for outputs compared by equality, of any type, strings included (RegexFullMatch,
+    StringNormalizer): assert that some entry of some output of onnx.reference differs from the spec's, or that the
+    shapes differ, record the departure and return the finding. Entries are compared with ==, except that NaN equals
+    NaN; a float difference that only a tolerance can judge belongs to check_reference_departure. The witness entry
+    shown is the first unequal one, both values as their Python repr (a string's escapes, such as '\\x00', stay
+    visible); the difference reads "unequal". Control characters in the witness's text, and in the arrays shown when
+    the shapes differ, are escaped. The cell must show the returned finding, as for check_reference_departure."""
+    info = op_info(op)
+    inputs = list(inputs)
+    want = [np.asarray(y) for y in _as_list(spec(inputs, **info.with_defaults(attrs)))]
+    shown = _escaped(describe_inputs(op, inputs, attrs))
+    got = run_onnx(op, inputs, attrs, n_outputs=n_outputs if n_outputs is not None else len(want))
+    if len(got) != len(want):
+        raise ValueError(f"{op}: spec returned {len(want)} outputs, onnx.reference {len(got)}")
+    same = np.frompyfunc(_same, 2, 1)
+    for k, (r, w) in enumerate(zip(got, want)):
+        if r.shape != w.shape:
+            return _recorded(Finding(op, title, explanation, shown, info.output_name(k), None,
+                                     _escaped(f"returns {_array(r)}"), _escaped(_array(w)), "shapes differ"))
+        unequal = ~np.asarray(same(r.astype(object), w.astype(object)), dtype=bool).reshape(r.shape)
+        if unequal.any():
+            i = tuple(int(j) for j in np.argwhere(unequal)[0])
+            ref, want_ = (v.item() if isinstance(v, np.generic) else v for v in (r[i], w[i]))
+            return _recorded(Finding(op, title, explanation, shown, info.output_name(k), i, repr(ref), repr(want_),
+                                     "unequal"))
+    raise AssertionError(f"{op}: onnx.reference equals the spec at {shown}: the departure '{title}' is gone, update "
+                         "the chapter")
+
+
+@dataclass(frozen=True)
+class BodyFinding(Finding):
+    """A departure of the schema's function body from the spec's prose, found by running the body in onnx.reference.
+    Stored and read back exactly as a Finding (the same data), so the audit lists it with the departures; only its
+    display in the chapter names the function body."""
+
+    def __repr__(self) -> str:
+        return (f"Departure of the schema's function body from the spec ({self.op}): {self.title}; at {self.inputs}, "
+                f"{self._comparison()}.")
+
+    def _repr_html_(self) -> str:
+        e = html.escape
+        return ('<div class="proofkit-finding" style="border: 1px solid #c9a227; border-left-width: 4px; '
+                'padding: 0.4em 0.8em; margin: 0.4em 0;">'
+                f"<p><strong>Departure of the schema's function body from the spec ({e(self.op)}):</strong> "
+                f"{e(self.title)}</p><p>{e(self.explanation)}</p>"
+                f"<p>Witness: <code>{e(self.inputs)}</code>; {e(self._comparison())}.</p></div>")
+
+
+def _body_model(op: str, inputs: list, attrs: dict):
+    """The schema's function body (the newest version's) for a node of `op` with these inputs and attributes, as a
+    model onnx.reference can run: a context-dependent body is generated for the inputs' types; every attribute of a
+    body node that refers to an attribute of the operator (@name) takes the node's value or the schema's default,
+    and is left out where neither exists (as ONNX expands a function)."""
+    import onnx
+    from onnx import helper
+
+    schema = onnx.defs.get_schema(op)
+    names = [op_info(op).input_name(i) for i in range(len(inputs))]
+    node = helper.make_node(op, names, [f.name for f in schema.outputs], **attrs)
+    types = [helper.make_tensor_type_proto(helper.np_dtype_to_tensor_dtype(np.asarray(x).dtype), np.shape(x))
+             for x in inputs]
+    if schema.has_context_dependent_function:
+        body = onnx.FunctionProto()
+        body.ParseFromString(schema.get_context_dependent_function(node.SerializeToString(),
+                                                                   [t.SerializeToString() for t in types]))
+    elif schema.has_function:
+        body = schema.function_body
+    else:
+        raise ValueError(f"{op}: the schema (version {schema.since_version}) has no function body")
+    defaults = {a.name: helper.get_attribute_value(a.default_value)
+                for a in schema.attributes.values() if a.default_value.type}
+    values = {**defaults, **attrs}
+    nodes = []
+    for n in body.node:
+        copy = onnx.NodeProto()
+        copy.CopyFrom(n)
+        del copy.attribute[:]
+        for a in n.attribute:
+            if not a.ref_attr_name:
+                copy.attribute.append(a)
+            elif values.get(a.ref_attr_name) is not None:
+                kind = a.type or int(schema.attributes[a.ref_attr_name].type)  # the operator's declared type
+                copy.attribute.append(helper.make_attribute(a.name, values[a.ref_attr_name], attr_type=kind))
+        nodes.append(copy)
+    graph = helper.make_graph(nodes, f"{op}_body", [helper.make_value_info(x, t) for x, t in zip(body.input, types)],
+                              [helper.make_empty_tensor_value_info(y) for y in body.output])
+    opsets = list(body.opset_import) or [helper.make_opsetid("", schema.since_version)]
+    return helper.make_model(graph, opset_imports=opsets), list(body.input)
+
+
+def check_function_body_departure(op: str, inputs, attrs: dict | None = None, *, spec, title: str, explanation: str,
+                                  min_difference: float, statistic=None, what: str | None = None) -> BodyFinding:
+    """Assert that the function body ONNX's schema gives `op` departs from the spec's prose at the witness `inputs`,
+    record it and return the finding (Bernoulli's body draws 1 with probability 1 - p).
+
+    The body (generated for the inputs' types, with the node's attributes substituted; see _body_model) is run node
+    by node by onnx.reference. Without `statistic`, spec(inputs, **attrs_with_defaults) returns the spec's outputs
+    and they are compared entry by entry with the body's, as check_reference_departure compares them. With
+    `statistic`, a function of the body's list of outputs (for a random operator: a frequency), spec returns the
+    spec's value of that statistic, and `what` names it (e.g. "the fraction of ones in output"). The assertion: some
+    compared entry differs by at least `min_difference`, or the shapes differ. A body that agrees with the spec fails
+    the call (the departure is gone: update the chapter); an operator without a function body raises ValueError.
+
+    The finding is stored as a Finding (the audit lists it with the departures of onnx.reference, naming what was
+    compared as computed "from the function body"); the cell must show it, as for check_reference_departure.
+    """
+    if not min_difference > 0:
+        raise ValueError("min_difference must be positive")
+    inputs = list(inputs)
+    if any(x is None for x in inputs):
+        raise ValueError("check_function_body_departure runs the body on given inputs only: drop omitted ones")
+    info = op_info(op)
+    full = info.with_defaults(attrs)
+    model, names = _body_model(op, inputs, {k: v for k, v in (attrs or {}).items() if v is not None})
+    from onnx.reference import ReferenceEvaluator
+
+    with np.errstate(all="ignore"):  # a body may divide by zero: its NaN or infinity is what is compared
+        got = ReferenceEvaluator(model).run(None, {n: np.asarray(x) for n, x in zip(names, inputs)})
+    if statistic is not None:
+        got, want = [np.asarray(statistic(got), dtype=np.float64)], [np.asarray(spec(inputs, **full), np.float64)]
+        labels = [f"{what or 'the statistic of ' + info.output_name(0)} from the function body"]
+    else:
+        want = [np.asarray(y) for y in _as_list(spec(inputs, **full))]
+        if len(got) != len(want):
+            raise ValueError(f"{op}: spec returned {len(want)} outputs, the function body {len(got)}")
+        labels = [f"{info.output_name(k)} from the function body" for k in range(len(want))]
+    shown = describe_inputs(op, inputs, attrs)
+    best = None  # (gap, output position, index, body value, spec value)
+    for k, (r, w) in enumerate(zip(got, want)):
+        r = np.asarray(r)
+        if r.shape != w.shape:
+            return _recorded(BodyFinding(op, title, explanation, shown, labels[k], None, f"returns {_array(r)}",
+                                         _array(w), "shapes differ"))
+        if not r.size:
+            continue
+        rf, wf = _as_float(r), _as_float(w)
+        gap = _gap(rf, wf)
+        i = np.unravel_index(int(np.argmax(gap)), gap.shape)
+        if best is None or gap[i] > best[0]:
+            best = (float(gap[i]), k, tuple(int(j) for j in i), rf[i], wf[i])
+    if best is None or not best[0] >= min_difference:
+        largest = "no entries" if best is None else f"the largest difference is {best[0]:.3g}"
+        raise AssertionError(f"{op}: the function body agrees with the spec at {shown} within {min_difference:g} "
+                             f"({largest}): the departure '{title}' is gone, update the chapter")
+    gap, k, index, r, w = best
+    digits = _digits(float(r), float(w), gap)
+    return _recorded(BodyFinding(op, title, explanation, shown, labels[k], index, _figure(r, digits),
+                                 _figure(w, digits), _figure(gap)))
+
+
+__all__ = ["FINDING_MIME", "BodyFinding", "Finding", "check_function_body_departure", "check_reference_departure",
+           "check_reference_departure_exact", "comparison", "describe_inputs"]

@@ -211,3 +211,17 @@ def test_integer_outputs_are_compared_exactly():
         check_forward("BitwiseAnd", lambda inputs: [(inputs[0] & inputs[1]) + np.array([1, 0])], [a, a])
     with pytest.raises(AssertionError, match="in 1 of 3 entries"):
         check_forward("Not", lambda inputs: [np.array([True, False, False])], [np.array([False, True, False])])
+
+
+def test_string_outputs_checked_with_zero_tolerance_show_as_exact():
+    x, y = np.array(["a", "b"], dtype=object), np.array(["x"], dtype=object)
+    r = check_forward("StringConcat", lambda inputs: [inputs[0] + inputs[1]], [x, y], rtol=0, atol=0)
+    assert r.exact and r.tol is None and r.error == 0.0 and "equal exactly" in r.notes
+    assert check_forward("Not", lambda inputs: [~inputs[0]], [np.array([True])]).exact  # as bools always were
+    # NumPy's str type (Identity, StringNormalizer's reference) too; a check left at a tolerance shows it, as before
+    u = np.array(["a", "bc"])
+    assert check_forward("Identity", lambda inputs: [inputs[0].copy()], [u], rtol=0, atol=0).exact
+    assert not check_forward("Identity", lambda inputs: [inputs[0].copy()], [u]).exact
+    assert not check_forward("Identity", lambda inputs: [inputs[0] + 0.0], [np.array([1.5])], rtol=0, atol=0).exact
+    with pytest.raises(AssertionError, match="differs from onnx.reference"):
+        check_forward("StringConcat", lambda inputs: [inputs[1] + inputs[0]], [x, y], rtol=0, atol=0)
