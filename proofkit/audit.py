@@ -17,7 +17,7 @@ from .families import FAMILIES, family_of, slug
 from .schema import list_ops, op_info
 from .conventions import CONVENTIONS_MIME
 from .display import INLINE_MARKUP, Rich, Table
-from .findings import FINDING_MIME, comparison
+from .findings import BODY, FINDING_MIME, REFERENCE, RUNTIME, comparison
 from .verdict import DIFFERENTIABLE, VERDICT_MIME, VOCABULARY, row_anchor
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -222,6 +222,26 @@ def _evidence_line(rows: list[dict], r: dict) -> str:
     return f"Checks behind the verdict: {'; '.join(ev)}." if ev else ""
 
 
+def _component(finding: dict) -> str:
+    """Which of proofkit.findings.COMPONENTS a stored finding is about (ONNX Runtime's carry their version)."""
+    said = finding.get("component", REFERENCE)
+    return next((c for c in (REFERENCE, BODY, RUNTIME) if said == c or said.startswith(c + " ")), said)
+
+
+#: The departures from the spec the chapters found, by what departs: heading and lead of each section.
+DEPARTURE_SECTIONS = (
+    (REFERENCE, "Departures of onnx.reference from the spec",
+     "Each is asserted in its chapter (the cell fails the day `onnx.reference` changes), with the witness shown there."),
+    (BODY, "Departures of the schemas' function bodies from the spec's text",
+     "The body a schema gives an operator, run node by node by `onnx.reference`, against the spec's prose; a runtime "
+     "that inlines the body inherits the departure. Each is asserted in its chapter."),
+    (RUNTIME, "Departures of ONNX Runtime's forward from the spec",
+     "ONNX Runtime's own forward of the node (CPU provider): a wrong value, a node it refuses where the spec defines "
+     "an output, or a process it terminates. Each is asserted in its chapter, so the entry fails the day ONNX Runtime "
+     "changes."),
+)
+
+
 def render_disagreements(verdicts: dict[str, dict], findings: dict[str, list] | None = None) -> str:
     """What the book asks ONNX to change, generated from the chapters: every disagreement with a tag and every
     proposed tag for an Unknown one, grouped by operator, each with its argument and the checks behind it; then the
@@ -236,7 +256,8 @@ def render_disagreements(verdicts: dict[str, dict], findings: dict[str, list] | 
              f"{'contradicts' if len(against) == 1 else 'contradict'} ONNX's differentiability tag and {len(proposed)} "
              f"{'has' if len(proposed) == 1 else 'have'} no tag (Unknown), for which the chapter proposes one; the "
              f"chapters also found {n_findings} "
-             f"{'departure' if n_findings == 1 else 'departures'} of `onnx.reference` from the spec. Each entry below "
+             f"{'departure' if n_findings == 1 else 'departures'} from the spec: of `onnx.reference`, of the "
+             "schemas' function bodies and of ONNX Runtime's forward. Each entry below "
              "is written to be pasted into an ONNX issue: the current and the proposed tag, the chapter's argument "
              "(which cites the pull request that set the tag and answers its recorded reason with the chapter's "
              "numeric witness), the checks the verdict is bound to, and the chapter's verdict row to cite.", "",
@@ -263,16 +284,20 @@ def render_disagreements(verdicts: dict[str, dict], findings: dict[str, list] | 
             lines += [f"**{kind} on `{r['name']}`** ({r['tag']} → {VOCABULARY[r['verdict']]}). " + shown, ""]
             if ev := _evidence_line(verdicts[op]["rows"], r):
                 lines += [ev, ""]
-    lines += ["## Departures of onnx.reference from the spec", "",
-              "Each is asserted in its chapter (the cell fails the day `onnx.reference` changes), with the witness "
-              "shown there.", ""]
-    if not findings:
-        lines += ["None found yet.", ""]
-    for op in sorted(findings):
-        for f in findings[op]:
-            lines += [f"### {op}: {markdown_prose(f['title'])}", "", markdown_prose(f["explanation"]), "",
-                      f"Witness ({_link(op, verdicts, '../')}): inputs {markdown_prose(str(f['inputs']))}; "
-                      + comparison(f, lambda v: markdown_prose(str(v)), "`onnx.reference`") + ".", ""]
+    for component, heading, lead in DEPARTURE_SECTIONS:
+        mine = {op: [f for f in fs if _component(f) == component] for op, fs in findings.items()}
+        mine = {op: fs for op, fs in mine.items() if fs}
+        if not mine and component != REFERENCE:
+            continue
+        lines += [f"## {heading}", "", lead, ""]
+        if not mine:
+            lines += ["None found yet.", ""]
+        name = "`onnx.reference`" if component == REFERENCE else None
+        for op in sorted(mine):
+            for f in mine[op]:
+                lines += [f"### {op}: {markdown_prose(f['title'])}", "", markdown_prose(f["explanation"]), "",
+                          f"Witness ({_link(op, verdicts, '../')}): inputs {markdown_prose(str(f['inputs']))}; "
+                          + comparison(f, lambda v: markdown_prose(str(v)), name) + ".", ""]
     return "\n".join(lines) + "\n"
 
 
@@ -374,9 +399,10 @@ def _coverage_word(seen: list[str]) -> str:
     return " · ".join(f'<span class="{css[w]}">{w}</span>' if w in css else w for w in seen)
 
 
-def render_engines(verdicts: dict[str, dict]) -> str:
+def render_engines(verdicts: dict[str, dict], findings: dict[str, list] | None = None) -> str:
     """The page for the engines' maintainers: every difference and refusal the chapters found, grouped by engine and
-    operator, each with its case and the chapter's reason; and a coverage table, operator × engine."""
+    operator, each with its case and the chapter's reason; a coverage table, operator × engine; and the departures of
+    ONNX Runtime's forward from the spec that chapters recorded (`findings`, as for render_disagreements)."""
     coverage = engine_coverage(verdicts)
     engines = list(ENGINE_DOCS)
     lines = [GENERATED_NOTE, "", "(engines)=", "# Findings for the autodiff engines", "",
@@ -432,6 +458,16 @@ def render_engines(verdicts: dict[str, dict]) -> str:
                 lines += [f"- **{f['kind']}**, input {_row_link(op, f['input'], verdicts, '../')}: "
                           f"{markdown_prose(_sentence(f['reason']))} Case: {case}" + (f"; {shown}" if shown else "")
                           + ".", ""]
+    forward = [(op, f) for op in sorted(findings or {}) for f in findings[op] if _component(f) == RUNTIME]
+    if forward:
+        lines += ["", "## ONNX Runtime's forward", "",
+                  f"Beside its gradients, the chapters found {len(forward)} "
+                  f"{'departure' if len(forward) == 1 else 'departures'} of ONNX Runtime's own forward from the spec "
+                  f"(a wrong value, a refused node, a terminated process), each asserted with its witness; "
+                  "{ref}`the proposed changes <disagreements>` give each in full.", ""]
+        for op, f in forward:
+            lines += [f"- {_link(op, verdicts, '../')}: {markdown_prose(f['title'])} ({markdown_prose(f['component'])})."]
+        lines.append("")
     return "\n".join(lines) + "\n"
 
 
@@ -505,7 +541,7 @@ def generated_files(root: Path = ROOT) -> dict[Path, str]:
     verdicts = verdicts_of(outputs)
     files = {root / "book" / "audit.md": render_audit(verdicts), root / "book" / "operators.md": render_index(verdicts),
              root / "book" / "disagreements.md": render_disagreements(verdicts, by_mime(outputs, FINDING_MIME)),
-             root / "book" / "engines.md": render_engines(verdicts),
+             root / "book" / "engines.md": render_engines(verdicts, by_mime(outputs, FINDING_MIME)),
              root / "book" / "data" / "verdicts.json": verdicts_json(root, outputs),
              root / "book" / "data" / SCHEMA_ID: json.dumps(VERDICTS_SCHEMA, indent=1) + "\n",
              root / "_toc.yml": render_toc(root)}

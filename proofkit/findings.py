@@ -1,4 +1,5 @@
-"""Defects of ONNX's reference implementation (`onnx.reference`) that chapters found, each bound to a witness.
+"""Departures from the spec that chapters found, each bound to a witness: of ONNX's reference implementation
+(`onnx.reference`), of a schema's function body, and of ONNX Runtime's forward.
 
 A chapter that finds `onnx.reference` departing from the spec calls `check_reference_departure` with a small witness
 input and the spec's own math. The call runs both, asserts that they differ (so the cell fails the day
@@ -6,6 +7,9 @@ input and the spec's own math. The call runs both, asserts that they differ (so 
 kind "reference-departure" (the verdict ignores it: it is a fact about the reference, not about the operator's
 gradient) and returns a `Finding`. The finding is stored in the executed notebook under `FINDING_MIME`, from which
 the audit reads it back (proofkit.audit.stored_outputs) for the page that lists every departure with its witness.
+`check_function_body_departure` does the same for the function body a schema gives an operator, and
+`check_runtime_departure` for ONNX Runtime's own forward of the node (a wrong value, a refusal, or a process that
+dies); the finding's `component` names which of the three departs.
 """
 
 from __future__ import annotations
@@ -30,6 +34,9 @@ KIND = "reference-departure"
 DIGITS = 10
 #: Entries of an input shown in the text of the witness.
 SHOWN = 6
+#: What departs from the spec: a finding's `component` (the first is the default and is not stored).
+REFERENCE, BODY, RUNTIME = "onnx.reference", "the schema's function body", "ONNX Runtime"
+COMPONENTS = (REFERENCE, BODY, RUNTIME)
 
 
 def _figure(v, digits: int = DIGITS) -> float | str:
@@ -83,7 +90,8 @@ def describe_inputs(op: str, inputs, attrs: dict | None = None) -> str:
 
 @dataclass(frozen=True)
 class Finding:
-    """A departure of onnx.reference from the spec, with the witness that shows it (deterministic display)."""
+    """A departure from the spec, with the witness that shows it (deterministic display): of onnx.reference unless
+    `component` names another (a schema's function body, ONNX Runtime's forward)."""
 
     op: str
     title: str
@@ -94,24 +102,27 @@ class Finding:
     reference: float | str  # the reference's value there, rounded (a string for an error or another shape)
     spec: float | str  # the spec's value there, rounded (its whole output as text when there is no entry)
     difference: float | str | None  # |reference - spec| there, rounded; None when the reference raised
+    component: str = REFERENCE  # what departs: a member of COMPONENTS ("reference" above then means its value)
 
     def as_json(self) -> dict:
-        return {"op": self.op, "title": self.title, "explanation": self.explanation, "inputs": self.inputs,
+        data = {"op": self.op, "title": self.title, "explanation": self.explanation, "inputs": self.inputs,
                 "output": self.output, "index": None if self.index is None else list(self.index),
                 "reference": self.reference, "spec": self.spec, "difference": self.difference}
+        return data if self.component == REFERENCE else {**data, "component": self.component}
 
     def _comparison(self) -> str:
         return comparison(self.as_json())
 
     def __repr__(self) -> str:
-        return (f"Departure of onnx.reference from the spec ({self.op}): {self.title}; at {self.inputs}, "
+        return (f"Departure of {self.component} from the spec ({self.op}): {self.title}; at {self.inputs}, "
                 f"{self._comparison()}.")
 
     def _repr_html_(self) -> str:
         e = html.escape
+        who = "<code>onnx.reference</code>" if self.component == REFERENCE else e(self.component)
         return ('<div class="proofkit-finding" style="border: 1px solid #c9a227; border-left-width: 4px; '
                 'padding: 0.4em 0.8em; margin: 0.4em 0;">'
-                f"<p><strong>Departure of <code>onnx.reference</code> from the spec ({e(self.op)}):</strong> "
+                f"<p><strong>Departure of {who} from the spec ({e(self.op)}):</strong> "
                 f"{e(self.title)}</p><p>{e(self.explanation)}</p>"
                 f"<p>Witness: <code>{e(self.inputs)}</code>; {e(self._comparison())}.</p></div>")
 
@@ -120,11 +131,13 @@ class Finding:
                 FINDING_MIME: json.loads(json.dumps(self.as_json()))}
 
 
-def comparison(finding: dict, text=_text, reference: str = "onnx.reference") -> str:
-    """What the witness showed, from a finding's data: the reference's value at the witness entry against the spec's,
-    or, with no entry (the reference raised, or returned another shape), what the reference did against the spec's
-    output. `text` formats each value (the audit's escapes it for Markdown); `reference` names the implementation."""
+def comparison(finding: dict, text=_text, reference: str | None = None) -> str:
+    """What the witness showed, from a finding's data: the departing component's value at the witness entry against
+    the spec's, or, with no entry (it raised, or returned another shape), what it did against the spec's output.
+    `text` formats each value (the audit's escapes it for Markdown); `reference` names the component (by default the
+    finding's own)."""
     f = finding
+    reference = reference or f.get("component", REFERENCE)
     if f["index"] is None:
         return f"{reference} {text(f['reference'])}, where the spec gives {text(f['output'])}: {text(f['spec'])}"
     at = "[" + ", ".join(map(str, f["index"])) + "]" if f["index"] else ""
@@ -208,9 +221,10 @@ def _escaped(text: str) -> str:
 
 def _same(a, b) -> bool:
     """Equality of two entries, NaN counting as equal to NaN (as _gap counts it for check_reference_departure)."""
-    if a == b:
-        return True
-    return a != a and b != b  # only NaN is unequal to itself
+    with np.errstate(invalid="ignore"):
+        if a == b:
+            return True
+        return a != a and b != b  # only NaN is unequal to itself
 
 
 def check_reference_departure_exact(op: str, inputs, attrs: dict | None = None, *, spec, title: str,
@@ -244,23 +258,12 @@ def check_reference_departure_exact(op: str, inputs, attrs: dict | None = None, 
                          "the chapter")
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, repr=False)  # the repr of Finding, which names the component
 class BodyFinding(Finding):
-    """A departure of the schema's function body from the spec's prose, found by running the body in onnx.reference.
-    Stored and read back exactly as a Finding (the same data), so the audit lists it with the departures; only its
-    display in the chapter names the function body."""
+    """A departure of the schema's function body from the spec's prose, found by running the body in onnx.reference:
+    a Finding whose component is the function body."""
 
-    def __repr__(self) -> str:
-        return (f"Departure of the schema's function body from the spec ({self.op}): {self.title}; at {self.inputs}, "
-                f"{self._comparison()}.")
-
-    def _repr_html_(self) -> str:
-        e = html.escape
-        return ('<div class="proofkit-finding" style="border: 1px solid #c9a227; border-left-width: 4px; '
-                'padding: 0.4em 0.8em; margin: 0.4em 0;">'
-                f"<p><strong>Departure of the schema's function body from the spec ({e(self.op)}):</strong> "
-                f"{e(self.title)}</p><p>{e(self.explanation)}</p>"
-                f"<p>Witness: <code>{e(self.inputs)}</code>; {e(self._comparison())}.</p></div>")
+    component: str = BODY
 
 
 def _body_model(op: str, inputs: list, attrs: dict):
@@ -335,12 +338,12 @@ def check_function_body_departure(op: str, inputs, attrs: dict | None = None, *,
         got = ReferenceEvaluator(model).run(None, {n: np.asarray(x) for n, x in zip(names, inputs)})
     if statistic is not None:
         got, want = [np.asarray(statistic(got), dtype=np.float64)], [np.asarray(spec(inputs, **full), np.float64)]
-        labels = [f"{what or 'the statistic of ' + info.output_name(0)} from the function body"]
+        labels = [what or f"the statistic of {info.output_name(0)}"]
     else:
         want = [np.asarray(y) for y in _as_list(spec(inputs, **full))]
         if len(got) != len(want):
             raise ValueError(f"{op}: spec returned {len(want)} outputs, the function body {len(got)}")
-        labels = [f"{info.output_name(k)} from the function body" for k in range(len(want))]
+        labels = [info.output_name(k) for k in range(len(want))]
     shown = describe_inputs(op, inputs, attrs)
     best = None  # (gap, output position, index, body value, spec value)
     for k, (r, w) in enumerate(zip(got, want)):
@@ -365,5 +368,113 @@ def check_function_body_departure(op: str, inputs, attrs: dict | None = None, *,
                                  _figure(w, digits), _figure(gap)))
 
 
-__all__ = ["FINDING_MIME", "BodyFinding", "Finding", "check_function_body_departure", "check_reference_departure",
+
+#: The child that runs ONNX Runtime's forward for check_runtime_departure(..., aborts=True): the witness arrives
+#: pickled on stdin; a process that ONNX Runtime kills cannot take the chapter's kernel with it.
+_CHILD = ("import pickle, sys\n"
+          "from proofkit.ortgrad import ort_forward\n"
+          "op, inputs, attrs, n, opset = pickle.load(sys.stdin.buffer)\n"
+          "ort_forward(op, inputs, attrs, n_outputs=n, keep_types=True, opset=opset)\n")
+
+
+def _runtime() -> str:
+    import onnxruntime
+
+    return f"{RUNTIME} {onnxruntime.__version__}"
+
+
+def check_runtime_departure(op: str, inputs, attrs: dict | None = None, *, spec, title: str, explanation: str,
+                            min_difference: float | None = None, raises: bool = False, aborts: bool = False,
+                            n_outputs: int | None = None, opset: int | None = None) -> Finding:
+    """Assert that ONNX Runtime's own forward of the node (proofkit.ortgrad.ort_forward: CPU provider, the inputs fed
+    with their own types, opset 21 unless `opset`) departs from the spec at the witness `inputs`, record it and return
+    the finding (component "ONNX Runtime" and its version). What departs, one of:
+
+    - a value: spec(inputs, **attrs_with_defaults) gives the spec's outputs; some entry differs by at least
+      `min_difference`, or, with `min_difference=None`, is unequal (strings, integers; NaN equals NaN); or the shapes
+      differ;
+    - `raises=True`: ONNX Runtime refuses to load or run the node where the spec computes a value (its message shown);
+    - `aborts=True`: ONNX Runtime terminates the process (run in a child process; its signal shown).
+
+    The call fails when ONNX Runtime agrees with the spec there (the departure is gone: update the chapter). The cell
+    must show the returned finding, as for check_reference_departure; the audit lists it with ONNX Runtime's findings.
+    """
+    if raises and aborts:
+        raise ValueError("a witness either raises or aborts")
+    if min_difference is not None and not min_difference > 0:
+        raise ValueError("min_difference must be positive")
+    from .ortgrad import OrtRunError, ort_forward
+
+    info = op_info(op)
+    inputs = list(inputs)
+    want = [np.asarray(y) for y in _as_list(spec(inputs, **info.with_defaults(attrs)))]
+    shown = _escaped(describe_inputs(op, inputs, attrs))
+    who = _runtime()
+
+    def found(output, index, value, spec_value, difference):
+        return _recorded(Finding(op, title, explanation, shown, output, index, value, spec_value, difference, who))
+
+    if aborts:
+        import pickle
+        import signal
+        import subprocess
+        import sys
+
+        import os
+        from pathlib import Path
+
+        here = str(Path(__file__).resolve().parents[1])  # the child imports this proofkit, from any working directory
+        env = {**os.environ, "PYTHONPATH": os.pathsep.join(filter(None, [here, os.environ.get("PYTHONPATH")]))}
+        done = subprocess.run([sys.executable, "-c", _CHILD], input=pickle.dumps((op, inputs, attrs, n_outputs, opset)),
+                              capture_output=True, check=False, env=env)
+        if done.returncode >= 0:
+            raise AssertionError(f"{op}: {who} no longer terminates the process at {shown} (exit status "
+                                 f"{done.returncode}): the departure '{title}' is gone, update the chapter")
+        name = signal.Signals(-done.returncode).name
+        return found(info.output_name(0), None, f"terminates the process ({name})", _escaped(_array(want[0])), None)
+    try:
+        got = ort_forward(op, inputs, attrs, n_outputs=n_outputs if n_outputs is not None else len(want),
+                          keep_types=True, opset=opset)
+    except OrtRunError as err:
+        if not raises:
+            raise
+        message = str(err) if len(str(err)) <= 160 else str(err)[:157] + "..."
+        return found(info.output_name(0), None, f"fails: {message}", _escaped(_array(want[0])), None)
+    if raises:
+        raise AssertionError(f"{op}: {who} no longer fails at {shown}; it returned "
+                             f"{[_values(np.asarray(y)) for y in got]}: the departure '{title}' is gone, update "
+                             "the chapter")
+    if len(got) != len(want):
+        raise ValueError(f"{op}: spec returned {len(want)} outputs, {who} {len(got)}")
+    best = None  # (gap, output position, index, runtime value, spec value)
+    same = np.frompyfunc(_same, 2, 1)
+    for k, (r, w) in enumerate(zip(got, want)):
+        if r.shape != w.shape:
+            return found(info.output_name(k), None, _escaped(f"returns {_array(r)}"), _escaped(_array(w)),
+                         "shapes differ")
+        if not r.size:
+            continue
+        if min_difference is None:
+            unequal = ~np.asarray(same(r.astype(object), w.astype(object)), dtype=bool).reshape(r.shape)
+            if unequal.any():
+                i = tuple(int(j) for j in np.argwhere(unequal)[0])
+                got_v, want_v = (v.item() if isinstance(v, np.generic) else v for v in (r[i], w[i]))
+                return found(info.output_name(k), i, _escaped(repr(got_v)), _escaped(repr(want_v)), "unequal")
+            continue
+        rf, wf = _as_float(r), _as_float(w)
+        gap = _gap(rf, wf)
+        i = np.unravel_index(int(np.argmax(gap)), gap.shape)
+        if best is None or gap[i] > best[0]:
+            best = (float(gap[i]), k, tuple(int(j) for j in i), rf[i], wf[i])
+    if best is None or not best[0] >= (min_difference or np.inf):
+        largest = "no entries differ" if best is None else f"the largest difference is {best[0]:.3g}"
+        raise AssertionError(f"{op}: {who} agrees with the spec at {shown} ({largest}): the departure '{title}' is "
+                             "gone, update the chapter")
+    gap, k, index, r, w = best
+    digits = _digits(float(r), float(w), gap)
+    return found(info.output_name(k), index, _figure(r, digits), _figure(w, digits), _figure(gap))
+
+
+__all__ = ["BODY", "COMPONENTS", "FINDING_MIME", "REFERENCE", "RUNTIME", "BodyFinding", "Finding",
+           "check_function_body_departure", "check_reference_departure", "check_runtime_departure",
            "check_reference_departure_exact", "comparison", "describe_inputs"]

@@ -63,14 +63,14 @@ def quiet_stderr():
         os.close(fd)
 
 
-def _feeds(inputs):
+def _feeds(inputs, keep_types: bool = False):
     """Inputs without trailing omitted ones, their node input names ("" for an omitted one), and ONNX Runtime's feeds
-    (float inputs as float32, others as they are)."""
+    (float inputs as float32 unless `keep_types`, others as they are)."""
     inputs = list(inputs)
     while inputs and inputs[-1] is None:
         inputs.pop()
     names = [f"x{i}" if x is not None else "" for i, x in enumerate(inputs)]
-    feeds = {n: (np.asarray(x, np.float32) if _is_float(x) else np.asarray(x))
+    feeds = {n: (np.asarray(x, np.float32) if _is_float(x) and not keep_types else np.asarray(x))
              for n, x in zip(names, inputs) if x is not None}
     return inputs, names, feeds
 
@@ -247,11 +247,12 @@ class OrtRunError(Exception):
     """ONNX Runtime failed to load or run a node; the message is ONNX Runtime's status message."""
 
 
-def ort_forward(op, inputs, attrs=None, *, n_outputs: int | None = None) -> list[np.ndarray]:
-    """ONNX Runtime's own forward of one node (CPU, opset 21, float inputs fed as float32), for chapters that compare
-    the runtime's forward with onnx.reference. Omitted optional inputs stay omitted; by default it asks for the outputs
-    onnx.reference gives in this mode. Raises OrtRunError with ONNX Runtime's message when the node does not load or
-    does not run."""
+def ort_forward(op, inputs, attrs=None, *, n_outputs: int | None = None, keep_types: bool = False,
+                opset: int | None = None) -> list[np.ndarray]:
+    """ONNX Runtime's own forward of one node (CPU, opset 21 unless `opset`, float inputs fed as float32 unless
+    `keep_types`), for chapters that compare the runtime's forward with onnx.reference. Omitted optional inputs stay
+    omitted; by default it asks for the outputs onnx.reference gives in this mode. Raises OrtRunError with ONNX
+    Runtime's message when the node does not load or does not run."""
     import onnxruntime as ort
     from onnx import helper
 
@@ -261,13 +262,13 @@ def ort_forward(op, inputs, attrs=None, *, n_outputs: int | None = None) -> list
             n_outputs = len(run_onnx(op, inputs, attrs))
         except Exception:  # noqa: BLE001 - onnx.reference cannot run it: ask for every declared output
             n_outputs = len(info.outputs) if not (info.outputs and info.outputs[-1].variadic) else 1
-    inputs, names, feeds = _feeds(inputs)
+    inputs, names, feeds = _feeds(inputs, keep_types)
     outs = [f"y{k}" for k in range(n_outputs)]
     graph = helper.make_graph(
         [helper.make_node(op, names, outs, **(attrs or {}))], op,
         [helper.make_tensor_value_info(n, helper.np_dtype_to_tensor_dtype(v.dtype), v.shape) for n, v in feeds.items()],
         [helper.make_empty_tensor_value_info(o) for o in outs])
-    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", OPSET)], ir_version=IR_VERSION)
+    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", opset or OPSET)], ir_version=IR_VERSION)
     options = ort.SessionOptions()
     options.log_severity_level = 4
     try:
