@@ -67,7 +67,8 @@ def _array(x) -> str:
 
 def _values(x: np.ndarray) -> str:
     flat = x.reshape(-1)
-    shown = [str(v) for v in flat[:SHOWN]]  # NumPy's shortest text that reads back to the same value
+    # NumPy's shortest text that reads back to the same value; a string quoted, so that '' and ' ' stay visible
+    shown = [repr(v) if isinstance(v, (str, bytes)) else str(v) for v in flat[:SHOWN]]
     body = ", ".join(shown) + (", ..." if flat.size > SHOWN else "")
     return body if x.ndim == 0 else f"[{body}]"
 
@@ -141,8 +142,8 @@ def comparison(finding: dict, text=_text, reference: str | None = None) -> str:
     if f["index"] is None:
         return f"{reference} {text(f['reference'])}, where the spec gives {text(f['output'])}: {text(f['spec'])}"
     at = "[" + ", ".join(map(str, f["index"])) + "]" if f["index"] else ""
-    return (f"{reference} gives {text(f['output'] + at)} = {text(f['reference'])}, the spec {text(f['spec'])} "
-            f"(difference {text(f['difference'])})")
+    said = f"{reference} gives {text(f['output'] + at)} = {text(f['reference'])}, the spec {text(f['spec'])}"
+    return said if f["difference"] == "unequal" else f"{said} (difference {text(f['difference'])})"
 
 
 def _recorded(finding: Finding) -> Finding:
