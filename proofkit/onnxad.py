@@ -51,8 +51,9 @@ def onnxad_version() -> str:
     return onnx_ad.__version__
 
 
-def _model(op, inputs, outs, attrs):
-    """The one-node model onnx-ad differentiates: float inputs as graph inputs, the others as initializers."""
+def _model(op, inputs, outs, attrs, constants=()):
+    """The one-node model onnx-ad differentiates: float inputs as graph inputs, the others, and the float inputs at
+    the positions in `constants`, as initializers."""
     import onnx.defs
     from onnx import helper, numpy_helper
 
@@ -61,11 +62,11 @@ def _model(op, inputs, outs, attrs):
         inputs.pop()
     names = [f"x{i}" if x is not None else "" for i, x in enumerate(inputs)]
     graph_inputs, initializers = [], []
-    for n, x in zip(names, inputs):
+    for i, (n, x) in enumerate(zip(names, inputs)):
         if x is None:
             continue
         x = np.asarray(x)
-        if _is_float(x):
+        if _is_float(x) and i not in constants:
             graph_inputs.append(helper.make_tensor_value_info(n, helper.np_dtype_to_tensor_dtype(x.dtype), x.shape))
         else:
             initializers.append(numpy_helper.from_array(x, n))
@@ -101,12 +102,14 @@ def how_reached(model, op) -> str:
 
 
 def onnxad_gradient(op, inputs, cotangents, attrs=None, *, with_how: bool = False, wrt: list[int] | None = None,
-                    forward=None):
+                    forward=None, constants: list[int] | None = None):
     """onnx-ad's adjoint of Σ_k ⟨output_k, cotangent_k⟩ for every input: an array (float64 when the input is), or None
     for an input that is not float or is omitted. With `with_how`, also returns how onnx-ad reached the operator
     (a key of HOW). `wrt` lists the positions of the inputs to differentiate (default: every float input); the
     others get None. `forward(inputs, **attrs)` gives the outputs (their shapes and types declare the model's outputs)
     where onnx.reference cannot run the node (DeformConv off two spatial axes); by default onnx.reference does.
+    `constants` lists the positions of float inputs that the model holds as initializers, as an exported model holds
+    Resize's roi: onnx-ad then treats them as constants (they get None).
 
     Raises NoOnnxAdGradient when onnx-ad has no rule for the operator (refused=False), refuses this node, or its
     adjoint model does not run under onnx.reference (refused=True)."""
@@ -115,12 +118,13 @@ def onnxad_gradient(op, inputs, cotangents, attrs=None, *, with_how: bool = Fals
 
     inputs = list(inputs)
     outs = _outputs(op, inputs, attrs, forward)
-    model, names = _model(op, inputs, outs, attrs)
+    constants = tuple(constants or ())
+    model, names = _model(op, inputs, outs, attrs, constants)
     # a cotangent on an output of a float type NumPy does not call floating (float8, float4, bfloat16 through
     # ml_dtypes) is passed on too: onnx-ad then says itself whether it takes that type
     seeded = [k for k, (y, g) in enumerate(zip(outs, cotangents)) if g is not None and _is_floatlike(y)]
     wanted = [n for i, (n, x) in enumerate(zip(names, inputs))
-              if x is not None and _is_float(x) and (wrt is None or i in wrt)]
+              if x is not None and _is_float(x) and i not in constants and (wrt is None or i in wrt)]
     if not seeded or not wanted:
         grads = [None] * len(inputs)
         return (grads, "rule") if with_how else grads
@@ -137,7 +141,8 @@ def onnxad_gradient(op, inputs, cotangents, attrs=None, *, with_how: bool = Fals
     except Exception as e:  # noqa: BLE001 - onnx-ad's own failure on this node, quoted
         raise NoOnnxAdGradient(f"onnx-ad {onnxad_version()} failed to build the adjoint model: "
                                f"{type(e).__name__}: {' '.join(str(e).split())[:300]}") from None
-    feeds = {n: np.asarray(x) for n, x in zip(names, inputs) if x is not None and _is_float(x)}
+    feeds = {n: np.asarray(x) for i, (n, x) in enumerate(zip(names, inputs))
+             if x is not None and _is_float(x) and i not in constants}
     for k in seeded:  # one seed direction: a trailing axis of length 1 (onnx-ad's "onnx" layout)
         feeds[f"adj_y{k}"] = np.asarray(cotangents[k], outs[k].dtype)[..., None]
     wanted_out = [f"adj_{n}" for n in wanted]
@@ -155,7 +160,8 @@ def onnxad_gradient(op, inputs, cotangents, attrs=None, *, with_how: bool = Fals
 
 def check_vjp_onnxad(op, vjp, inputs, attrs=None, *, seed=0, rtol=1e-9, atol=1e-12,
                      disagree: dict[str, str] | None = None, outputs: list[str] | None = None,
-                     inputs_wrt: list[str] | None = None, forward=None) -> CheckResult:
+                     inputs_wrt: list[str] | None = None, forward=None,
+                     constants: list[str] | None = None) -> CheckResult:
     """Method 3 of ONNX's guide, executed: `vjp` against onnx-ad's adjoint model of the same node, run by
     onnx.reference in float64 with the same random cotangents as the ONNX Runtime check (same `seed`).
 
@@ -167,7 +173,9 @@ def check_vjp_onnxad(op, vjp, inputs, attrs=None, *, seed=0, rtol=1e-9, atol=1e-
     no seed in onnx-ad's model, which is the same product; the table's notes say which were seeded. `inputs_wrt`
     names the inputs to ask onnx-ad for (default: every float input): where it refuses one input (ConvTranspose's
     weight), the others can still be compared; the notes say which were asked for. `forward` stands in for
-    onnx.reference where it cannot run the node (see onnxad_gradient; the notes say so).
+    onnx.reference where it cannot run the node (see onnxad_gradient; the notes say so). `constants` names float
+    inputs the model holds as initializers, as an exported model holds Resize's roi: onnx-ad is not asked for them,
+    and the notes say so.
     """
     info = op_info(op)
     disagree = dict(disagree or {})
@@ -190,12 +198,20 @@ def check_vjp_onnxad(op, vjp, inputs, attrs=None, *, seed=0, rtol=1e-9, atol=1e-
         seeded_note = f"cotangent on {', '.join(outputs)} only ({', '.join(cut)} seeded with 0 in vjp, not in onnx-ad)"
     ad_cot = [g if outputs is None or info.output_name(k) in outputs else None for k, g in enumerate(cot)]
     wrt = None
+    fixed = []
+    if constants is not None:
+        fixed = [i for i, v in enumerate(x) if _is_float(v) and info.input_name(i) in constants]
+        unknown = set(constants) - {info.input_name(i) for i in fixed}
+        if unknown:
+            raise AssertionError(f"{op}: {sorted(unknown)} are not float inputs of this call")
+        seeded_note = "; ".join(([seeded_note] if seeded_note else [])
+                                + [f"{', '.join(_shown_name(info, i) for i in fixed)} held constant (an initializer)"])
     if inputs_wrt is not None:
         wrt = [i for i, v in enumerate(x) if _is_float(v) and info.input_name(i) in inputs_wrt]
         unknown = set(inputs_wrt) - {info.input_name(i) for i in wrt}
         if unknown:
             raise AssertionError(f"{op}: {sorted(unknown)} are not float inputs of this call")
-        skipped = [_shown_name(info, i) for i, v in enumerate(x) if _is_float(v) and i not in wrt]
+        skipped = [_shown_name(info, i) for i, v in enumerate(x) if _is_float(v) and i not in wrt and i not in fixed]
         seeded_note = "; ".join(([seeded_note] if seeded_note else [])
                                 + [f"asked for {', '.join(inputs_wrt)} only (not {', '.join(skipped)})"])
     if forward is not None:
@@ -204,10 +220,10 @@ def check_vjp_onnxad(op, vjp, inputs, attrs=None, *, seed=0, rtol=1e-9, atol=1e-
     where = f"inputs {_shapes_text(x)}, attributes {_attr_text(attrs)}, float64 under onnx.reference"
     fields = dict(inputs=_shapes_text(x), attrs=_attr_text(attrs))
     try:
-        theirs, how = onnxad_gradient(op, x, ad_cot, attrs, with_how=True, wrt=wrt, forward=forward)
+        theirs, how = onnxad_gradient(op, x, ad_cot, attrs, with_how=True, wrt=wrt, forward=forward, constants=fixed)
     except NoOnnxAdGradient as e:
         for i, v in enumerate(x):
-            if _is_float(v) and (wrt is None or i in wrt):
+            if _is_float(v) and i not in fixed and (wrt is None or i in wrt):
                 record(op, info.input_name(i), "onnxad-refused" if e.refused else "onnxad-none", vjp, detail=str(e),
                        data={"case": where})
         if disagree:

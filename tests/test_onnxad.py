@@ -190,3 +190,25 @@ def test_a_declared_onnx_ad_difference_where_onnx_ad_gives_nothing_fails():
                     onnxad="stale")
     with pytest.raises(AssertionError, match="onnx-ad gave no gradient there"):
         check_conventions("AveragePool", lambda i, c, **a: [None], [point], ort=False)
+
+
+def test_a_float_input_held_constant_is_an_initializer_and_not_differentiated():
+    # Resize with roi fed as a graph input is refused; held as an initializer (as exported), X is differentiated
+    x = samplers.normal((1, 1, 4), seed=3)
+    roi, sizes = np.array([0.0, 0.0, 0.2, 1.0, 1.0, 0.9]), np.array([1, 1, 3], np.int64)
+    attrs = dict(mode="linear", coordinate_transformation_mode="tf_crop_and_resize")
+    probe = np.eye(4)  # X-bar of a linear map: the transposed matrix times the cotangent, from the map's columns
+    cols = [onnxad_gradient("Resize", [x, roi, None, sizes], [np.ones((1, 1, 3))], attrs, constants=[1])]
+    assert cols[0][1] is None and cols[0][0].shape == x.shape
+    from proofkit import run_onnx
+    J = np.stack([run_onnx("Resize", [e.reshape(1, 1, 4), roi, None, sizes], attrs)[0].ravel() for e in probe], 1)
+
+    def resize_vjp(inputs, cotangents, **a):
+        return [(J.T @ cotangents[0].ravel()).reshape(1, 1, 4), None, None, None]
+
+    refused = check_vjp_onnxad("Resize", resize_vjp, [x, roi, None, sizes], attrs)
+    assert not refused.compared
+    held = check_vjp_onnxad("Resize", resize_vjp, [x, roi, None, sizes], attrs, constants=["roi"])
+    assert held.names == ["X"] and "roi held constant (an initializer)" in held.notes
+    with pytest.raises(AssertionError, match="not float inputs"):
+        check_vjp_onnxad("Resize", resize_vjp, [x, roi, None, sizes], attrs, constants=["sizes"])
