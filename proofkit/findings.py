@@ -372,10 +372,22 @@ def check_function_body_departure(op: str, inputs, attrs: dict | None = None, *,
 
 #: The child that runs ONNX Runtime's forward for check_runtime_departure(..., aborts=True): the witness arrives
 #: pickled on stdin; a process that ONNX Runtime kills cannot take the chapter's kernel with it.
-_CHILD = ("import pickle, sys\n"
+_CHILD = ("import contextlib, pickle, sys\n"
+          "import proofkit.ortgrad\n"
           "from proofkit.ortgrad import ort_forward\n"
+          "proofkit.ortgrad.quiet_stderr = contextlib.nullcontext  # the last words of the process are the witness\n"
           "op, inputs, attrs, n, opset = pickle.load(sys.stdin.buffer)\n"
           "ort_forward(op, inputs, attrs, n_outputs=n, keep_types=True, opset=opset)\n")
+
+
+def _last_words(stderr: str) -> str:
+    """What a terminated process said about why, without paths or addresses: a failed C++ assertion's condition
+    ("Assertion '_M_a <= _M_b' failed") or the C++ runtime's "terminate called ..." line; "" when it said neither."""
+    if m := re.search(r"Assertion [`'](.+?)' failed", stderr):
+        return f"Assertion '{m.group(1)}' failed"
+    if m := re.search(r"terminate called [^\n]*", stderr):
+        return m.group(0).strip()
+    return ""
 
 
 def _runtime() -> str:
@@ -432,7 +444,9 @@ def check_runtime_departure(op: str, inputs, attrs: dict | None = None, *, spec,
             raise AssertionError(f"{op}: {who} no longer terminates the process at {shown} (exit status "
                                  f"{done.returncode}): the departure '{title}' is gone, update the chapter")
         name = signal.Signals(-done.returncode).name
-        return found(info.output_name(0), None, f"terminates the process ({name})", _escaped(_array(want[0])), None)
+        said = _last_words((done.stderr + done.stdout).decode(errors="replace"))  # the kit may route 2 to 1
+        return found(info.output_name(0), None, f"terminates the process ({name}" + (f": {said})" if said else ")"),
+                     _escaped(_array(want[0])), None)
     try:
         got = ort_forward(op, inputs, attrs, n_outputs=n_outputs if n_outputs is not None else len(want),
                           keep_types=True, opset=opset)
