@@ -193,26 +193,12 @@ def check_reference_departure(op: str, inputs, attrs: dict | None = None, *, spe
     got = run_onnx(op, inputs, attrs, n_outputs=n_outputs if n_outputs is not None else len(want))
     if len(got) != len(want):
         raise ValueError(f"{op}: spec returned {len(want)} outputs, onnx.reference {len(got)}")
-    best = None  # (gap, output position, index, ref value, spec value)
-    for k, (r, w) in enumerate(zip(got, want)):
-        if r.shape != w.shape:
-            return _recorded(Finding(op, title, explanation, shown, info.output_name(k), None,
-                                     f"returns {_array(r)}", _array(w), "shapes differ"))
-        if not r.size:
-            continue
-        rf, wf = _as_float(r), _as_float(w)
-        gap = _gap(rf, wf)
-        i = np.unravel_index(int(np.argmax(gap)), gap.shape)
-        if best is None or gap[i] > best[0]:
-            best = (float(gap[i]), k, tuple(int(j) for j in i), rf[i], wf[i])
-    if best is None or not best[0] >= min_difference:
-        largest = "no entries" if best is None else f"the largest difference is {best[0]:.3g}"
-        raise AssertionError(f"{op}: onnx.reference agrees with the spec at {shown} within {min_difference:g} "
-                             f"({largest}): the departure '{title}' is gone, update the chapter")
-    gap, k, index, r, w = best
-    digits = _digits(float(r), float(w), gap)
-    return _recorded(Finding(op, title, explanation, shown, info.output_name(k), index, _figure(r, digits),
-                             _figure(w, digits), _figure(gap)))
+    witness = _departure(got, want, min_difference)
+    if isinstance(witness, str):
+        raise AssertionError(f"{op}: onnx.reference agrees with the spec at {shown} {witness}: the departure "
+                             f"'{title}' is gone, update the chapter")
+    k, index, value, spec_value, difference = witness
+    return _recorded(Finding(op, title, explanation, shown, info.output_name(k), index, value, spec_value, difference))
 
 
 def _escaped(text: str) -> str:
@@ -226,6 +212,42 @@ def _same(a, b) -> bool:
         if a == b:
             return True
         return a != a and b != b  # only NaN is unequal to itself
+
+
+def _departure(got, want, min_difference: float | None):
+    """Where outputs `got` depart from the spec's `want`, output by output, as the witness (k, index, got value, spec
+    value, difference): the first output whose shape differs (index None, both arrays as text); else, with
+    `min_difference` None, the first unequal entry (NaN equals NaN; both values as their repr, "unequal"); else the
+    entry with the largest difference, when it is at least `min_difference` (values rounded to enough digits to tell
+    them apart). When nothing departs, a string saying so, for the caller's "the departure is gone"."""
+    same = np.frompyfunc(_same, 2, 1)
+    best = None  # (gap, output position, index, got value, spec value)
+    for k, (r, w) in enumerate(zip(got, want)):
+        r, w = np.asarray(r), np.asarray(w)
+        if r.shape != w.shape:
+            return k, None, _escaped(f"returns {_array(r)}"), _escaped(_array(w)), "shapes differ"
+        if not r.size:
+            continue
+        if min_difference is None:
+            unequal = ~np.asarray(same(r.astype(object), w.astype(object)), dtype=bool).reshape(r.shape)
+            if unequal.any():
+                i = tuple(int(j) for j in np.argwhere(unequal)[0])
+                got_v, want_v = (v.item() if isinstance(v, np.generic) else v for v in (r[i], w[i]))
+                return k, i, repr(got_v), repr(want_v), "unequal"
+            continue
+        rf, wf = _as_float(r), _as_float(w)
+        gap = _gap(rf, wf)
+        i = np.unravel_index(int(np.argmax(gap)), gap.shape)
+        if best is None or gap[i] > best[0]:
+            best = (float(gap[i]), k, tuple(int(j) for j in i), rf[i], wf[i])
+    if min_difference is None:
+        return "every entry is equal"
+    if best is None or not best[0] >= min_difference:
+        return f"within {min_difference:g} (" + ("no entries" if best is None else
+                                                  f"the largest difference is {best[0]:.3g}") + ")"
+    gap, k, index, r, w = best
+    digits = _digits(float(r), float(w), gap)
+    return k, index, _figure(r, digits), _figure(w, digits), _figure(gap)
 
 
 def check_reference_departure_exact(op: str, inputs, attrs: dict | None = None, *, spec, title: str,
@@ -244,19 +266,12 @@ def check_reference_departure_exact(op: str, inputs, attrs: dict | None = None, 
     got = run_onnx(op, inputs, attrs, n_outputs=n_outputs if n_outputs is not None else len(want))
     if len(got) != len(want):
         raise ValueError(f"{op}: spec returned {len(want)} outputs, onnx.reference {len(got)}")
-    same = np.frompyfunc(_same, 2, 1)
-    for k, (r, w) in enumerate(zip(got, want)):
-        if r.shape != w.shape:
-            return _recorded(Finding(op, title, explanation, shown, info.output_name(k), None,
-                                     _escaped(f"returns {_array(r)}"), _escaped(_array(w)), "shapes differ"))
-        unequal = ~np.asarray(same(r.astype(object), w.astype(object)), dtype=bool).reshape(r.shape)
-        if unequal.any():
-            i = tuple(int(j) for j in np.argwhere(unequal)[0])
-            ref, want_ = (v.item() if isinstance(v, np.generic) else v for v in (r[i], w[i]))
-            return _recorded(Finding(op, title, explanation, shown, info.output_name(k), i, repr(ref), repr(want_),
-                                     "unequal"))
-    raise AssertionError(f"{op}: onnx.reference equals the spec at {shown}: the departure '{title}' is gone, update "
-                         "the chapter")
+    witness = _departure(got, want, None)
+    if isinstance(witness, str):
+        raise AssertionError(f"{op}: onnx.reference equals the spec at {shown}: the departure '{title}' is gone, "
+                             "update the chapter")
+    k, index, value, spec_value, difference = witness
+    return _recorded(Finding(op, title, explanation, shown, info.output_name(k), index, value, spec_value, difference))
 
 
 @dataclass(frozen=True, repr=False)  # the repr of Finding, which names the component
@@ -346,27 +361,12 @@ def check_function_body_departure(op: str, inputs, attrs: dict | None = None, *,
             raise ValueError(f"{op}: spec returned {len(want)} outputs, the function body {len(got)}")
         labels = [info.output_name(k) for k in range(len(want))]
     shown = describe_inputs(op, inputs, attrs)
-    best = None  # (gap, output position, index, body value, spec value)
-    for k, (r, w) in enumerate(zip(got, want)):
-        r = np.asarray(r)
-        if r.shape != w.shape:
-            return _recorded(BodyFinding(op, title, explanation, shown, labels[k], None, f"returns {_array(r)}",
-                                         _array(w), "shapes differ"))
-        if not r.size:
-            continue
-        rf, wf = _as_float(r), _as_float(w)
-        gap = _gap(rf, wf)
-        i = np.unravel_index(int(np.argmax(gap)), gap.shape)
-        if best is None or gap[i] > best[0]:
-            best = (float(gap[i]), k, tuple(int(j) for j in i), rf[i], wf[i])
-    if best is None or not best[0] >= min_difference:
-        largest = "no entries" if best is None else f"the largest difference is {best[0]:.3g}"
-        raise AssertionError(f"{op}: the function body agrees with the spec at {shown} within {min_difference:g} "
-                             f"({largest}): the departure '{title}' is gone, update the chapter")
-    gap, k, index, r, w = best
-    digits = _digits(float(r), float(w), gap)
-    return _recorded(BodyFinding(op, title, explanation, shown, labels[k], index, _figure(r, digits),
-                                 _figure(w, digits), _figure(gap)))
+    witness = _departure(got, want, min_difference)
+    if isinstance(witness, str):
+        raise AssertionError(f"{op}: the function body agrees with the spec at {shown} {witness}: the departure "
+                             f"'{title}' is gone, update the chapter")
+    k, index, value, spec_value, difference = witness
+    return _recorded(BodyFinding(op, title, explanation, shown, labels[k], index, value, spec_value, difference))
 
 
 
@@ -461,33 +461,11 @@ def check_runtime_departure(op: str, inputs, attrs: dict | None = None, *, spec,
                              "the chapter")
     if len(got) != len(want):
         raise ValueError(f"{op}: spec returned {len(want)} outputs, {who} {len(got)}")
-    best = None  # (gap, output position, index, runtime value, spec value)
-    same = np.frompyfunc(_same, 2, 1)
-    for k, (r, w) in enumerate(zip(got, want)):
-        if r.shape != w.shape:
-            return found(info.output_name(k), None, _escaped(f"returns {_array(r)}"), _escaped(_array(w)),
-                         "shapes differ")
-        if not r.size:
-            continue
-        if min_difference is None:
-            unequal = ~np.asarray(same(r.astype(object), w.astype(object)), dtype=bool).reshape(r.shape)
-            if unequal.any():
-                i = tuple(int(j) for j in np.argwhere(unequal)[0])
-                got_v, want_v = (v.item() if isinstance(v, np.generic) else v for v in (r[i], w[i]))
-                return found(info.output_name(k), i, _escaped(repr(got_v)), _escaped(repr(want_v)), "unequal")
-            continue
-        rf, wf = _as_float(r), _as_float(w)
-        gap = _gap(rf, wf)
-        i = np.unravel_index(int(np.argmax(gap)), gap.shape)
-        if best is None or gap[i] > best[0]:
-            best = (float(gap[i]), k, tuple(int(j) for j in i), rf[i], wf[i])
-    if best is None or not best[0] >= (min_difference or np.inf):
-        largest = "no entries differ" if best is None else f"the largest difference is {best[0]:.3g}"
-        raise AssertionError(f"{op}: {who} agrees with the spec at {shown} ({largest}): the departure '{title}' is "
+    witness = _departure(got, want, min_difference)
+    if isinstance(witness, str):
+        raise AssertionError(f"{op}: {who} agrees with the spec at {shown} ({witness}): the departure '{title}' is "
                              "gone, update the chapter")
-    gap, k, index, r, w = best
-    digits = _digits(float(r), float(w), gap)
-    return found(info.output_name(k), index, _figure(r, digits), _figure(w, digits), _figure(gap))
+    return found(info.output_name(witness[0]), *witness[1:])
 
 
 __all__ = ["BODY", "COMPONENTS", "FINDING_MIME", "REFERENCE", "RUNTIME", "BodyFinding", "Finding",
