@@ -114,6 +114,12 @@ def _is_float(x) -> bool:
     return x is not None and np.issubdtype(np.asarray(x).dtype, np.floating)
 
 
+def _is_float_format(x) -> bool:
+    """A float type NumPy does not call floating (ml_dtypes' float8, float6, float4 and bfloat16 types): a real number
+    in the book's reading of float types (the Cast chapter), stored on a coarse grid."""
+    return x is not None and np.asarray(x).dtype.name.startswith(("float8", "float6", "float4", "bfloat16"))
+
+
 def _as_list(y):
     return list(y) if isinstance(y, (list, tuple)) else [y]
 
@@ -269,7 +275,7 @@ def _cotangents(outputs, rng):
     return [rng.standard_normal(y.shape) if _is_float(y) else None for y in outputs]
 
 
-def _call_vjp(op, vjp, inputs, cotangents, full_attrs):
+def _call_vjp(op, vjp, inputs, cotangents, full_attrs, reals: bool = False):
     info = op_info(op)
     grads = vjp(list(inputs), list(cotangents), **full_attrs)
     grads = list(grads)
@@ -281,7 +287,7 @@ def _call_vjp(op, vjp, inputs, cotangents, full_attrs):
             continue
         if x is None:
             raise AssertionError(f"{op}: vjp returned a gradient for the omitted input {name}")
-        if not _is_float(x):
+        if not (_is_float(x) or (reals and _is_float_format(x))):
             raise AssertionError(f"{op}: vjp returned a gradient for {name}, whose type "
                                  f"{np.asarray(x).dtype} is discrete")
         if np.shape(g) != np.shape(x):
@@ -304,26 +310,39 @@ def _record_none(op, i, x, none: list, fn, outs) -> None:
     none.append(_shown_name(info, i))
 
 
-def record_types(op, inputs, outs) -> None:
-    """Type facts of one call: discrete inputs and outputs, and whether every output was discrete."""
+def record_types(op, inputs, outs, reals: bool = False) -> None:
+    """Type facts of one call: discrete inputs and outputs, and whether every output was discrete. With `reals`, the
+    float formats NumPy does not call floating (float8, bfloat16...) count as float, as check_vjp_fd(reals=True) reads
+    them."""
     info = op_info(op)
+
+    def real(v):
+        return _is_float(v) or (reals and _is_float_format(v))
+
     for i, x in enumerate(inputs):
-        if x is not None and not _is_float(x):
+        if x is not None and not real(x):
             record(op, info.input_name(i), "discrete-type")
     for k, y in enumerate(outs):
-        if not _is_float(y):
+        if not real(y):
             record(op, info.output_name(k), "discrete-type")
-    if outs and not any(_is_float(y) for y in outs):
+    if outs and not any(real(y) for y in outs):
         for i, x in enumerate(inputs):
             if x is not None:
                 record(op, info.input_name(i), "outputs-discrete")
 
 
-def check_vjp_fd(op, vjp, inputs, attrs=None, *, seed=0, n_dirs=2, eps=1e-6, rtol=1e-6, atol=1e-7) -> CheckResult:
+def check_vjp_fd(op, vjp, inputs, attrs=None, *, seed=0, n_dirs=2, eps=1e-6, rtol=1e-6, atol=1e-7,
+                 reals: bool = False) -> CheckResult:
     """Check 1: vᵀJu by central differences of the onnx.reference forward against vᵀ·(vjp) ·u.
 
     For each input that `vjp` gives a gradient, and `n_dirs` random directions u (random cotangent v on every float
     output), (vᵀf(x+εu) − vᵀf(x−εu))/2ε must match ⟨vjp(x, v), u⟩ within atol + rtol·scale.
+
+    With `reals`, the float formats NumPy does not call floating (float8, float6, float4, bfloat16) are read as real
+    numbers, as the book reads every float type (the Cast chapter): their outputs get a cotangent and are differenced
+    in float64, and an input of such a type is moved to x ± εu rounded to its format, the check comparing
+    vᵀ(f(x₊) − f(x₋)) with ⟨vjp(x, v), x₊ − x₋⟩ for the step that was actually taken. On a coarse grid this is a
+    secant: ε must span several grid steps and the tolerance allow for the curvature between them.
     """
     info = op_info(op)
     inputs = list(inputs)
@@ -331,8 +350,9 @@ def check_vjp_fd(op, vjp, inputs, attrs=None, *, seed=0, n_dirs=2, eps=1e-6, rto
     full = info.with_defaults(attrs)
     rng = np.random.default_rng(seed)
     outs = run_onnx(op, inputs, attrs)
-    cot = _cotangents(outs, rng)
-    grads = _call_vjp(op, vjp, inputs, cot, full)
+    cot = [rng.standard_normal(y.shape) if reals and _is_float_format(y) else c
+           for y, c in zip(outs, _cotangents(outs, rng))] if reals else _cotangents(outs, rng)
+    grads = _call_vjp(op, vjp, inputs, cot, full, reals=reals)
     checked, none, worst = [], [], _Worst()
     for i, g in enumerate(grads):
         name, shown = info.input_name(i), _shown_name(info, i)
@@ -342,11 +362,21 @@ def check_vjp_fd(op, vjp, inputs, attrs=None, *, seed=0, n_dirs=2, eps=1e-6, rto
         for _ in range(n_dirs):
             u = rng.standard_normal(np.shape(inputs[i]))
             plus, minus = list(inputs), list(inputs)
-            plus[i] = inputs[i] + eps * u
-            minus[i] = inputs[i] - eps * u
+            if reals and _is_float_format(inputs[i]):  # the step rounded to the input's format, and the step taken
+                x64 = np.asarray(inputs[i]).astype(np.float64)
+                plus[i] = (x64 + eps * u).astype(np.asarray(inputs[i]).dtype)
+                minus[i] = (x64 - eps * u).astype(np.asarray(inputs[i]).dtype)
+                step = (plus[i].astype(np.float64) - minus[i].astype(np.float64)) / (2 * eps)
+            else:
+                plus[i] = inputs[i] + eps * u
+                minus[i] = inputs[i] - eps * u
+                step = u
             yp, ym = run_onnx(op, plus, attrs, len(outs)), run_onnx(op, minus, attrs, len(outs))
+            if reals:
+                yp, ym = ([np.asarray(y).astype(np.float64) if _is_float_format(y) else y for y in ys]
+                          for ys in (yp, ym))
             fd = sum(float(np.sum(v * (a - b))) for v, a, b in zip(cot, yp, ym) if v is not None) / (2 * eps)
-            an = float(np.sum(np.asarray(g) * u))
+            an = float(np.sum(np.asarray(g) * step))
             err, tol = abs(fd - an), atol + rtol * max(abs(fd), abs(an), 1.0)
             if not err <= tol:
                 raise AssertionError(f"{op}: gradient of input {shown} disagrees with finite differences of "
@@ -355,17 +385,20 @@ def check_vjp_fd(op, vjp, inputs, attrs=None, *, seed=0, n_dirs=2, eps=1e-6, rto
             worst.add(err, tol)
         record(op, name, "fd", vjp, data=(inputs, attrs))
         checked.append(shown)
-    record_types(op, inputs, outs)
+    record_types(op, inputs, outs, reals=reals)
     record(op, "", "called", vjp)  # this vjp was checked for this op, even one without inputs (Constant)
     for k, y in enumerate(outs):
         if cot[k] is not None and checked:
             record(op, info.output_name(k), "fd", vjp)
     discrete = ", ".join(f"{info.output_name(k)} ({y.dtype})" for k, y in enumerate(outs) if cot[k] is None)
+    formats = sorted({str(np.asarray(v).dtype) for v in [*inputs, *outs] if reals and _is_float_format(v)})
+    secant = f"; {', '.join(formats)} read as reals (a secant over the format's grid)" if formats else ""
     return CheckResult("finite-difference", op, checked,
                        f"inputs {_shapes_text(inputs)}, attributes {_attr_text(attrs)}, {n_dirs} random directions "
-                       f"each, ε={eps:g}" + (f"; no cotangent for the discrete output {discrete}" if discrete else ""),
-                       none, inputs=_shapes_text(inputs), attrs=_attr_text(attrs), error=worst.err, tol=worst.tol,
-                       notes=f"{n_dirs} directions, ε={eps:g}" + (f"; discrete output {discrete}" if discrete else ""))
+                       f"each, ε={eps:g}" + (f"; no cotangent for the discrete output {discrete}" if discrete else "")
+                       + secant, none, inputs=_shapes_text(inputs), attrs=_attr_text(attrs), error=worst.err,
+                       tol=worst.tol, notes=f"{n_dirs} directions, ε={eps:g}"
+                       + (f"; discrete output {discrete}" if discrete else "") + secant)
 
 
 def torch_leaves(inputs) -> list:

@@ -225,3 +225,52 @@ def test_string_outputs_checked_with_zero_tolerance_show_as_exact():
     assert not check_forward("Identity", lambda inputs: [inputs[0] + 0.0], [np.array([1.5])], rtol=0, atol=0).exact
     with pytest.raises(AssertionError, match="differs from onnx.reference"):
         check_forward("StringConcat", lambda inputs: [inputs[1] + inputs[0]], [x, y], rtol=0, atol=0)
+
+
+def test_float_formats_read_as_reals_are_checked_by_a_secant_with_the_step_taken():
+    import ml_dtypes
+    e4m3 = ml_dtypes.float8_e4m3fn
+    codes = np.array([1.0, -2.5, 3.25, 8.0], dtype=e4m3)
+    scale = np.array(0.5)
+
+    def dq_vjp(inputs, cotangents, **attrs):  # y = x·s, linear in the float8 codes
+        x, s = inputs
+        g = cotangents[0]
+        return [g * s, np.asarray(np.sum(g * np.asarray(x).astype(np.float64)))]
+
+    result = check_vjp_fd("DequantizeLinear", dq_vjp, [codes, scale], eps=0.5, reals=True, rtol=1e-9)
+    assert set(result.names) == {"x", "x_scale"}
+    assert "float8_e4m3fn read as reals" in result.notes
+
+    def doubled(inputs, cotangents, **attrs):
+        g = dq_vjp(inputs, cotangents)
+        return [2 * g[0], g[1]]
+
+    with pytest.raises(AssertionError, match="disagrees with finite differences"):
+        check_vjp_fd("DequantizeLinear", doubled, [codes, scale], eps=0.5, reals=True, rtol=1e-9)
+    with pytest.raises(AssertionError, match="is discrete"):  # without reals a float8 input stays discrete
+        check_vjp_fd("DequantizeLinear", dq_vjp, [codes, scale], eps=0.5)
+
+
+def test_a_float8_output_read_as_reals_gets_a_cotangent():
+    import ml_dtypes
+    x = np.random.default_rng(0).uniform(-6, 6, 64)
+    scale = np.array(1.0)
+    zero = np.array(0.0, dtype=ml_dtypes.float8_e4m3fn)
+
+    def q_vjp(inputs, cotangents, **attrs):  # y = x / s inside the format's range, read as reals; x only
+        g = cotangents[0]
+        return [None if g is None else g / inputs[1], None, None]
+
+    discrete = check_vjp_fd("QuantizeLinear", q_vjp, [x, scale, zero], eps=1e-6)
+    assert discrete.names == [] and "discrete output y (float8_e4m3fn)" in discrete.notes
+    # a secant over the e4m3 grid (steps up to 0.5 here): a step of 2 spans several, the rounding averages out
+    read = check_vjp_fd("QuantizeLinear", q_vjp, [x, scale, zero], eps=2.0, rtol=0.1, reals=True)
+    assert read.names == ["x"] and "float8_e4m3fn read as reals" in read.notes
+
+    def halved(inputs, cotangents, **attrs):
+        g = cotangents[0]
+        return [g / (2 * inputs[1]), None, None]
+
+    with pytest.raises(AssertionError, match="disagrees with finite differences"):
+        check_vjp_fd("QuantizeLinear", halved, [x, scale, zero], eps=2.0, rtol=0.1, reals=True)
