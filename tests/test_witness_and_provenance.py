@@ -73,3 +73,16 @@ def test_a_lambda_or_comprehension_variable_is_not_confused_with_a_loop_variable
              "ones = [J[k, k] for k in range(2)]",
              'check_vjp_symbolic("Relu", {}, {}, {}, rule={"X": rule})']
     assert rule_dependencies(cells)[1] == set()
+
+
+def test_a_witness_through_the_chapters_forward_needs_a_recorded_departure_and_says_so():
+    from proofkit import evidence
+    x = np.array([0.0, 2.0])
+    absolute = lambda inputs, **attrs: [np.abs(inputs[0])]  # noqa: E731 - stands in for a forward onnx.reference lacks
+    with pytest.raises(AssertionError, match="recorded a departure"):
+        witness_kink("Relu", [x], forward=absolute)
+    evidence.record("Relu", "", "reference-departure", None, "t", {})
+    w = witness_kink("Relu", [x], forward=absolute)
+    assert "left -1, right 1" in w.summary and "through the chapter's forward" in w.summary
+    with pytest.raises(AssertionError, match="no kink"):  # the forward is really run: a smooth one has no kink
+        witness_kink("Relu", [x], forward=lambda inputs, **attrs: [inputs[0] ** 2])
