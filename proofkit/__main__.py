@@ -1,4 +1,4 @@
-"""Command line: python -m proofkit {new,run,audit}."""
+"""Command line: python -m proofkit {new,run,audit,tag-rules}."""
 
 from __future__ import annotations
 
@@ -19,6 +19,10 @@ def main(argv=None) -> int:
                                      "book/data/verdicts.json and _toc.yml")
     a.add_argument("--json", action="store_true",
                    help="print the verdicts as JSON (book/data/verdicts.json) to stdout instead of writing files")
+    t = sub.add_parser("tag-rules", help="tag `rule` the cells that define each chapter's vjp (proofkit.rules), "
+                                         "and report what keeps a chapter's rule from loading as the one it checks")
+    t.add_argument("notebooks", nargs="*", type=Path,
+                   help="chapters to tag (default: every chapter with a differentiable input)")
     args = p.parse_args(argv)
 
     if args.command == "new":
@@ -46,6 +50,21 @@ def main(argv=None) -> int:
         for path in write_all():
             print(f"updated {path}")
         return 1 if failed else 0
+    elif args.command == "tag-rules":
+        from .audit import ROOT, stored_verdict
+        from .rules import tag_rules
+        from .verdict import DIFFERENTIABLE
+
+        paths = args.notebooks or [
+            nb for nb in sorted((ROOT / "proofs").glob("*.ipynb"))
+            if any(r["role"] == "input" and r["verdict"] in DIFFERENTIABLE
+                   for r in (stored_verdict(nb) or {}).get("rows", []))]
+        bad = 0
+        for nb in paths:
+            cells, problems = tag_rules(nb)
+            print(f"{nb}: rule cells {cells}" + "".join(f"\n  {m}" for m in problems))
+            bad += bool(problems)
+        return 1 if bad else 0
     elif args.command == "audit" and args.json:
         from .audit import verdicts_json
 

@@ -9,6 +9,7 @@ import nbformat
 from .audit import ROOT, write_all
 from .contract import HEADINGS, OPTIONAL_HEADINGS
 from .families import family_of
+from .rules import RULE_TAG
 from .schema import op_info
 
 TODO = 'raise NotImplementedError("{}")'
@@ -51,7 +52,8 @@ def notebook(op: str) -> nbformat.NotebookNode:
            "model), for general shapes and attributes; then vjp, and the proof that ties them."),
         code(TODO.format("rule_general = ... (typed by hand)")),
         code(f"def vjp(inputs, cotangents, **attrs):\n    {names} = inputs\n"
-             f"    {TODO.format('one entry per input: a gradient of its shape, or None (always None for integers)')}"),
+             f"    {TODO.format('one entry per input: a gradient of its shape, or None (always None for integers)')}",
+             metadata={"tags": [RULE_TAG]}),  # proofkit.rules.load_vjp runs it (tag the helpers it uses too)
         code(TODO.format("check_vjp_symbolic(..., pieces=[...], vjp=vjp)")),
         md(f"## {HEADINGS[3]}\n\nSmall numbers a reader can check by hand."),
         code(TODO.format("numeric example 1")),

@@ -9,6 +9,7 @@ from proofkit import op_info
 from proofkit.audit import stored_verdict
 from proofkit.contract import HEADINGS, HEADINGS_NO_GRADIENT, OPTIONAL_HEADINGS
 from proofkit.provenance import rule_dependencies
+from proofkit.rules import RULE_TAG, load_vjp, rule_problems, vjp_cell
 from proofkit.verdict import DIFFERENTIABLE
 from chapters import NOTEBOOKS, ROOT, headings, load, source
 
@@ -158,3 +159,20 @@ def test_boilerplate_is_collapsed_so_the_verdict_is_on_the_first_screen(path):
         assert cells[0] in hidden, f"the {call} call is collapsed (tag hide-input)"
         assert nb["cells"].index(cells[0]) > nb["cells"].index(claim[0]), \
             f"the verdict at a glance comes before the {call} table"
+
+
+@chapter
+def test_the_rule_loads_from_its_tagged_cells_and_is_the_function_the_chapter_checks(path):
+    """The kit loads vjp from the imports cell and the cells tagged `rule` (proofkit.rules.load_vjp). Statically: the
+    tagged cells are exactly those vjp needs, they only define, and no later untagged cell rebinds or changes vjp or a
+    name it reads when called, so the function loaded is the one the chapter's checks ran on. Then the load itself."""
+    if not any(r["role"] == "input" and r["verdict"] in DIFFERENTIABLE for r in _rows(path)):
+        pytest.skip("no differentiable input")
+    code = [c for c in load(path)["cells"] if c["cell_type"] == "code"]
+    sources = [source(c) for c in code]
+    tagged = [k for k, c in enumerate(code) if RULE_TAG in c.get("metadata", {}).get("tags", [])]
+    problems = rule_problems(sources, tagged, [bool(c["outputs"]) for c in code])
+    assert not problems, ("run `python -m proofkit tag-rules` on the chapter:\n" + "\n".join(problems))
+    vjp = load_vjp(path.stem, ROOT)
+    assert vjp.__code__.co_filename == f"<{path.stem}.ipynb, code cell {vjp_cell(sources)}>", \
+        "the loaded vjp is the `def vjp` of the chapter's cell"
