@@ -102,14 +102,15 @@ def how_reached(model, op) -> str:
 
 
 def onnxad_gradient(op, inputs, cotangents, attrs=None, *, with_how: bool = False, wrt: list[int] | None = None,
-                    forward=None, constants: list[int] | None = None):
+                    forward=None, constants: list[int] | None = None, runner: str = "onnx.reference"):
     """onnx-ad's adjoint of Σ_k ⟨output_k, cotangent_k⟩ for every input: an array (float64 when the input is), or None
     for an input that is not float or is omitted. With `with_how`, also returns how onnx-ad reached the operator
     (a key of HOW). `wrt` lists the positions of the inputs to differentiate (default: every float input); the
     others get None. `forward(inputs, **attrs)` gives the outputs (their shapes and types declare the model's outputs)
     where onnx.reference cannot run the node (DeformConv off two spatial axes); by default onnx.reference does.
     `constants` lists the positions of float inputs that the model holds as initializers, as an exported model holds
-    Resize's roi: onnx-ad then treats them as constants (they get None).
+    Resize's roi: onnx-ad then treats them as constants (they get None). `runner="onnxruntime"` runs the adjoint model
+    with ONNX Runtime (see _run_with_onnxruntime) where onnx.reference cannot run it (a Scan in reverse direction).
 
     Raises NoOnnxAdGradient when onnx-ad has no rule for the operator (refused=False), refuses this node, or its
     adjoint model does not run under onnx.reference (refused=True)."""
@@ -148,20 +149,49 @@ def onnxad_gradient(op, inputs, cotangents, attrs=None, *, with_how: bool = Fals
     wanted_out = [f"adj_{n}" for n in wanted]
     try:
         with np.errstate(all="ignore"):
-            got = ReferenceEvaluator(adjoint, new_ops=stand_in_ops() or None).run(wanted_out, feeds)
-    except Exception as e:  # noqa: BLE001 - the adjoint model was built but onnx.reference could not run it
-        raise NoOnnxAdGradient(f"onnx-ad {onnxad_version()} built an adjoint model of {op} that onnx.reference "
-                               f"could not run: {type(e).__name__}: {' '.join(str(e).split())[:300]}") from None
+            if runner == "onnxruntime":
+                got = _run_with_onnxruntime(adjoint, wanted_out, feeds)
+            else:
+                got = ReferenceEvaluator(adjoint, new_ops=stand_in_ops() or None).run(wanted_out, feeds)
+    except Exception as e:  # noqa: BLE001 - the adjoint model was built but the runner could not run it
+        raise NoOnnxAdGradient(f"onnx-ad {onnxad_version()} built an adjoint model of {op} that "
+                               f"{'ONNX Runtime' if runner == 'onnxruntime' else 'onnx.reference'} could not run: "
+                               f"{type(e).__name__}: {' '.join(str(e).split())[:300]}") from None
     result = dict(zip(wanted, got))
     grads = [None if n not in result else np.asarray(result[n])[..., 0] for n in names]
     grads += [None] * (len(inputs) - len(grads))
     return (grads, how) if with_how else grads
 
 
+def _run_with_onnxruntime(adjoint, wanted_out, feeds):
+    """The adjoint model run by ONNX Runtime's CPU provider in float64, graph optimizations off (they are not part of
+    onnx-ad's model). ONNX Runtime 1.19 reads models up to opset 21 and IR version 10: the model's default-domain opset
+    is relabelled 21 when newer, which leaves its meaning unchanged only where the operators it uses did not change
+    meaning after opset 21; the chapter that asks for this runner says why that holds for its operator."""
+    import onnx
+    import onnxruntime as ort
+
+    from .ortgrad import IR_VERSION, OPSET, quiet_stderr
+
+    model = onnx.ModelProto()
+    model.CopyFrom(adjoint)
+    for entry in model.opset_import:
+        if entry.domain in ("", "ai.onnx") and entry.version > OPSET:
+            entry.version = OPSET
+    model.ir_version = min(model.ir_version, IR_VERSION)
+    options = ort.SessionOptions()
+    options.graph_optimization_level = ort.GraphOptimizationLevel.ORT_DISABLE_ALL
+    options.log_severity_level = 4
+    with quiet_stderr():
+        session = ort.InferenceSession(model.SerializeToString(), options, providers=["CPUExecutionProvider"])
+        needed = {i.name for i in session.get_inputs()}
+        return session.run(wanted_out, {n: x for n, x in feeds.items() if n in needed})
+
+
 def check_vjp_onnxad(op, vjp, inputs, attrs=None, *, seed=0, rtol=1e-9, atol=1e-12,
                      disagree: dict[str, str] | None = None, outputs: list[str] | None = None,
                      inputs_wrt: list[str] | None = None, forward=None,
-                     constants: list[str] | None = None) -> CheckResult:
+                     constants: list[str] | None = None, runner: str = "onnx.reference") -> CheckResult:
     """Method 3 of ONNX's guide, executed: `vjp` against onnx-ad's adjoint model of the same node, run by
     onnx.reference in float64 with the same random cotangents as the ONNX Runtime check (same `seed`).
 
@@ -175,8 +205,12 @@ def check_vjp_onnxad(op, vjp, inputs, attrs=None, *, seed=0, rtol=1e-9, atol=1e-
     weight), the others can still be compared; the notes say which were asked for. `forward` stands in for
     onnx.reference where it cannot run the node (see onnxad_gradient; the notes say so). `constants` names float
     inputs the model holds as initializers, as an exported model holds Resize's roi: onnx-ad is not asked for them,
-    and the notes say so.
+    and the notes say so. `runner="onnxruntime"` runs onnx-ad's adjoint model with ONNX Runtime instead of
+    onnx.reference, where onnx.reference cannot run it (a Scan in reverse direction: RNN, LinearAttention); the notes
+    say so, and the chapter says why the model's opset, relabelled 21 for ONNX Runtime 1.19, keeps its meaning.
     """
+    if runner not in ("onnx.reference", "onnxruntime"):
+        raise ValueError(f"runner is onnx.reference or onnxruntime, not {runner!r}")
     info = op_info(op)
     disagree = dict(disagree or {})
     full = info.with_defaults(attrs)
@@ -217,10 +251,15 @@ def check_vjp_onnxad(op, vjp, inputs, attrs=None, *, seed=0, rtol=1e-9, atol=1e-
     if forward is not None:
         seeded_note = "; ".join(([seeded_note] if seeded_note else [])
                                 + ["output shapes from the chapter's forward, which onnx.reference cannot run here"])
-    where = f"inputs {_shapes_text(x)}, attributes {_attr_text(attrs)}, float64 under onnx.reference"
+    if runner == "onnxruntime":
+        seeded_note = "; ".join(([seeded_note] if seeded_note else [])
+                                + ["adjoint model run by ONNX Runtime (opset relabelled 21), not onnx.reference"])
+    where = (f"inputs {_shapes_text(x)}, attributes {_attr_text(attrs)}, float64 under "
+             f"{'ONNX Runtime (opset relabelled 21)' if runner == 'onnxruntime' else 'onnx.reference'}")
     fields = dict(inputs=_shapes_text(x), attrs=_attr_text(attrs))
     try:
-        theirs, how = onnxad_gradient(op, x, ad_cot, attrs, with_how=True, wrt=wrt, forward=forward, constants=fixed)
+        theirs, how = onnxad_gradient(op, x, ad_cot, attrs, with_how=True, wrt=wrt, forward=forward, constants=fixed,
+                                      runner=runner)
     except NoOnnxAdGradient as e:
         for i, v in enumerate(x):
             if _is_float(v) and i not in fixed and (wrt is None or i in wrt):

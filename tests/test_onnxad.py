@@ -212,3 +212,35 @@ def test_a_float_input_held_constant_is_an_initializer_and_not_differentiated():
     assert held.names == ["X"] and "roi held constant (an initializer)" in held.notes
     with pytest.raises(AssertionError, match="not float inputs"):
         check_vjp_onnxad("Resize", resize_vjp, [x, roi, None, sizes], attrs, constants=["sizes"])
+
+
+def test_the_adjoint_can_run_on_onnx_runtime_where_onnx_reference_cannot_and_keeps_its_teeth():
+    # RNN: onnx-ad's adjoint is a Scan in reverse direction, which onnx.reference does not run
+    rng = np.random.default_rng(0)
+    x, w, r = rng.standard_normal((2, 1, 1)), rng.standard_normal((1, 1, 1)), rng.standard_normal((1, 1, 1))
+    attrs = {"hidden_size": 1, "activations": ["Affine"], "activation_alpha": [1.0], "activation_beta": [0.0]}
+
+    def rnn_vjp(inputs, cotangents, **a):  # h_t = w x_t + r h_{t-1}, h_0 = 0; outputs Y (T,1,1,1) and Y_h
+        x_, w_, r_ = (float(v) for v in (inputs[0].ravel()[0], inputs[1].ravel()[0], inputs[2].ravel()[0]))
+        x1 = float(inputs[0].ravel()[1])
+        h1 = w_ * x_
+        gy = cotangents[0].ravel() if cotangents[0] is not None else np.zeros(2)
+        gh = float(cotangents[1].ravel()[0]) if len(cotangents) > 1 and cotangents[1] is not None else 0.0
+        a2 = gy[1] + gh  # cotangent of h_2 = w x1 + r h1
+        a1 = gy[0] + r_ * a2
+        return [np.array([w_ * a1, w_ * a2]).reshape(2, 1, 1), np.array(x_ * a1 + x1 * a2).reshape(1, 1, 1),
+                np.array(h1 * a2).reshape(1, 1, 1)]
+
+    under_reference = check_vjp_onnxad("RNN", rnn_vjp, [x, w, r], attrs)
+    assert not under_reference.compared and "onnx.reference could not run" in under_reference.notes
+    under_ort = check_vjp_onnxad("RNN", rnn_vjp, [x, w, r], attrs, runner="onnxruntime")
+    assert under_ort.names == ["X", "W", "R"] and "run by ONNX Runtime" in under_ort.notes
+
+    def wrong(inputs, cotangents, **a):
+        g = rnn_vjp(inputs, cotangents, **a)
+        return [g[0], 1.001 * g[1], g[2]]
+
+    with pytest.raises(AssertionError, match="onnx-ad"):
+        check_vjp_onnxad("RNN", wrong, [x, w, r], attrs, runner="onnxruntime")
+    with pytest.raises(ValueError, match="runner"):
+        check_vjp_onnxad("RNN", rnn_vjp, [x, w, r], attrs, runner="torch")
