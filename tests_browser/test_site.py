@@ -176,7 +176,9 @@ def test_the_site_stays_small_and_ships_only_the_mathjax_it_loads():
     assert not list(SITE.rglob("*.map")), "source maps are not published"
     assert not (SITE / "_sources").exists(), "sources are not copied: the notebooks are in the repository"
     assert not list(SITE.rglob("*.ttf")), "the icon fonts ship as WOFF2 only"
-    assert total - chapters < 7e6, f"the fixed part takes {(total - chapters) / 1e6:.1f} MB"
+    # 7.1 MB at 184 chapters: the search index (0.8 MB), verdicts.json (0.6 MB) and the proposed-changes page (0.4 MB)
+    # grow with every chapter and finding; the budget leaves room for the remaining 17 chapters and no more
+    assert total - chapters < 8e6, f"the fixed part takes {(total - chapters) / 1e6:.1f} MB"
     per_chapter = chapters / max(len(CHAPTERS), 1)
     # 108 KB at 153 chapters, once every cross-check table gained onnx-ad's rows and the convolution chapters landed
     # (the largest pages, 190 to 230 KB); the budget keeps that growth from compounding
