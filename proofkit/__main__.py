@@ -1,4 +1,4 @@
-"""Command line: python -m proofkit {new,run,audit,tag-rules}."""
+"""Command line: python -m proofkit {new,run,audit,tag-rules,grad}."""
 
 from __future__ import annotations
 
@@ -23,7 +23,26 @@ def main(argv=None) -> int:
                                          "and report what keeps a chapter's rule from loading as the one it checks")
     t.add_argument("notebooks", nargs="*", type=Path,
                    help="chapters to tag (default: every chapter with a differentiable input)")
+    g = sub.add_parser("grad", help="differentiate a model with the chapters' rules (proofkit.reverse): the sum over "
+                                    "its float outputs of output·cotangent, per graph input and initializer")
+    g.add_argument("model", type=Path)
+    g.add_argument("--inputs", type=Path, help="an .npz of graph inputs by name (seeded random inputs for those "
+                                                "absent) and of cotangents named after outputs (ones otherwise)")
+    g.add_argument("--out", type=Path, help="write the gradients to this .npz, one array per parameter by name")
+    g.add_argument("--check", action="store_true", help="also compare with central finite differences of "
+                                                        "onnx.reference along random directions")
+    g.add_argument("--seed", type=int, default=0, help="seed of the inputs drawn (default 0)")
     args = p.parse_args(argv)
+
+    if args.command == "grad":
+        from .gradcmd import main as grad_main
+        from .reverse import ReverseModeError
+
+        try:
+            return grad_main(args.model, args.inputs, args.out, args.check, args.seed)
+        except ReverseModeError as e:
+            print(f"{p.prog} grad: error: {e}", file=sys.stderr)
+            return 2
 
     if args.command == "new":
         from .scaffold import new_chapter
