@@ -518,7 +518,7 @@ def render_toc(root: Path = ROOT) -> str:
     """Two parts: the book's own pages, then the families, each a page whose sections are its chapters (one entry
     per family in the navigation). The status page is built but not listed: it is empty until a test run."""
     have = set(chapters(root))
-    about = [{"file": f"book/{p}"} for p in ("method", "operators", "audit", "disagreements", "engines",
+    about = [{"file": f"book/{p}"} for p in ("method", "operators", "audit", "disagreements", "engines", "backward-pass",
                                               "contributing", "references")]
     families = []
     for family, members in FAMILIES.items():

@@ -52,6 +52,9 @@ class Gradients:
     cuts: dict[str, list[str]] = field(default_factory=dict)
     forward_seconds: float = 0.0
     backward_seconds: float = 0.0
+    values: dict[str, np.ndarray] = field(default_factory=dict, repr=False)  # every value of the forward pass
+    cotangents: dict[str, np.ndarray] = field(default_factory=dict, repr=False)  # every cotangent of the backward
+    dependent: set[str] = field(default_factory=set, repr=False)  # the values that depend on a parameter
 
     def __getitem__(self, name: str) -> np.ndarray:
         return self.grads[name]
@@ -372,4 +375,5 @@ def gradients(model, feeds: dict, cotangents: dict | None = None, *, wrt: list[s
         else:  # the seeded outputs do not depend on it
             result[p] = np.zeros_like(values[p])
     cuts = {p: list(dict.fromkeys(c)) for p, c in cut.items() if p in cot}
-    return Gradients(result, outputs, cuts, t1 - t0, t2 - t1)
+    return Gradients(result, outputs, cuts, t1 - t0, t2 - t1, values, cot,
+                     {v for v, ps in dep.items() if ps & wanted})
