@@ -7,10 +7,15 @@ cotangents of a value used by several nodes are summed. Omitted optional inputs,
 book gives integer, bool and string values no gradient), get nothing. The result holds a gradient for every float
 graph input and initializer (the parameters), of Σ_outputs ⟨output, cotangent⟩.
 
+Values are tensors, sequences (Python lists of tensors; their cotangents are lists, None entries allowed) and
+optionals (a value or None). A node that holds a graph attribute (If, Loop, Scan, SequenceMap) reads values of the
+outer scope that are not its inputs (`captured`); its chapter's rule is called with `outer={name: value}` and returns
+a pair, the inputs' gradients and a dict of the outer values' gradients. Such a rule differentiates its graph with
+`graph_vjp`, which runs this same reverse mode inside it: the control-flow chapters compose the other chapters' rules.
+
 What is an error, naming the node (`ReverseModeError`):
 - an operator with no chapter, or of another domain than ONNX's default one, on a path the gradient takes;
 - a node whose opset version is not the one the chapter proves (`upgrade` converts a model to the book's opset);
-- a nested graph (If, Loop, Scan bodies) on such a path: those need the control-flow chapters;
 - a parameter the seeded outputs depend on only through nodes where the book proves no gradient (a chapter with no
   rule, or a rule that gives its input None): the chain of derivatives does not exist there.
 A parameter that has a gradient along some paths and is cut on others gets its gradient with the cut nodes listed in
@@ -220,9 +225,6 @@ def _check_node(node, index, opset):
         raise ReverseModeError(f"{describe(node, index)} is {node.op_type}-{used} at the model's opset {opset}; the "
                                f"book proves {node.op_type}-{info.version} (convert the model with "
                                f"proofkit.reverse.upgrade, or onnx.version_converter)")
-    if any(a.type in (onnx.AttributeProto.GRAPH, onnx.AttributeProto.GRAPHS) for a in node.attribute):
-        raise ReverseModeError(f"{describe(node, index)} holds a nested graph: its gradient needs the control-flow "
-                               f"chapters, which the book does not have yet")
     return info
 
 
@@ -248,17 +250,149 @@ def captured(node: onnx.NodeProto) -> set[str]:
     return found
 
 
-def _dependents(model, params) -> dict[str, set[str]]:
-    """For every value, the parameters it depends on (through any value, discrete ones included, and through the
-    values a nested graph captures)."""
+def _is_value(x) -> bool:
+    """A value that carries a cotangent: a float tensor, or a sequence (a list) of float tensors."""
+    if isinstance(x, list):
+        return all(_is_float(v) for v in x)
+    return _is_float(x)
+
+
+def _zeros(x):
+    return [np.zeros_like(v) for v in x] if isinstance(x, list) else np.zeros_like(x)
+
+
+def _add(a, b):
+    """The sum of two cotangents of one value (a sequence's entries may be None: no cotangent there)."""
+    if isinstance(a, list):
+        return [v if w is None else w if v is None else v + w for v, w in zip(a, b)]
+    return a + b
+
+
+def _shape_problem(g, x) -> str:
+    """Why a gradient cannot be the gradient of the value x ('' when it can)."""
+    if isinstance(x, list):
+        if not isinstance(g, list) or len(g) != len(x):
+            return f"a {type(g).__name__} of length {len(g) if isinstance(g, list) else '-'} for a sequence of {len(x)}"
+        bad = [k for k, (a, b) in enumerate(zip(g, x)) if a is not None and np.shape(a) != np.shape(b)]
+        return f"entries {bad} of the wrong shape" if bad else ""
+    return "" if np.shape(g) == np.shape(x) else f"shape {np.shape(g)}; the input has {np.shape(x)}"
+
+
+def _cast(g, x):
+    if isinstance(x, list):
+        return [None if a is None else np.asarray(a).astype(b.dtype, copy=False) for a, b in zip(g, x)]
+    return np.asarray(g).astype(x.dtype, copy=False)
+
+
+def _backward(nodes, values: dict, cot: dict, params, opset: int, progress=None):
+    """The reverse pass over `nodes` (in graph order), from the cotangents in `cot` (updated in place). `values`
+    holds every value the nodes read, the outer scope's included. Returns the paths cut by a rule (`cut`), those
+    stopped at a discrete value (`stopped`), and the dependence of every value on the parameters (`dep`)."""
     dep = {p: {p} for p in params}
-    for node in model.graph.node:
+    for node in nodes:
         got = set()
         for i in list(node.input) + sorted(captured(node)):
             got |= dep.get(i, set())
         for o in node.output:
             dep[o] = set(got)
-    return dep
+    wanted = set(params)
+    cut: dict[str, list[str]] = {}  # float paths the book's rules stop (shown when other paths reach)
+    stopped: dict[str, list[str]] = {}  # paths through a discrete value
+    for done, (index, node) in enumerate(reversed(list(enumerate(nodes))), 1):
+        if progress is not None:
+            progress(done, len(nodes))
+        seeds = [cot.get(o) if o else None for o in node.output]
+        if all(g is None for g in seeds):
+            continue
+        # values that lead back to a wanted parameter: float inputs, and the outer values a nested graph reads
+        needed = [k for k, i in enumerate(node.input) if i and _is_value(values.get(i)) and dep.get(i, set()) & wanted]
+        inner = sorted(i for i in captured(node) if _is_value(values.get(i)) and dep.get(i, set()) & wanted)
+        for k, i in enumerate(node.input):  # a discrete value carries no cotangent: the chain stops there
+            if i and k not in needed and dep.get(i, set()) & wanted:
+                for p in dep[i] & wanted:
+                    stopped.setdefault(p, []).append(f"{describe(node, index)} (its input {i} is "
+                                                     f"{np.asarray(values.get(i)).dtype}, discrete)")
+        if not needed and not inner:
+            continue
+        info = _check_node(node, index, opset)
+        try:
+            vjp = rule_of(node.op_type)
+        except RuleLoadError as e:
+            raise ReverseModeError(f"{describe(node, index)}: {e}") from None
+        if vjp is _NO_RULE:
+            for name in [node.input[k] for k in needed] + inner:
+                for p in dep[name] & wanted:
+                    cut.setdefault(p, []).append(f"{describe(node, index)} (its chapter proves no input "
+                                                 f"differentiable)")
+            continue
+        ins = [values[i] if i else None for i in node.input]
+        n_out = len(info.outputs) if not (info.outputs and info.outputs[-1].variadic) else len(node.output)
+        outs = [values.get(o) if o else None for o in node.output]
+        seeds = [g if g is not None else (_zeros(y) if _is_value(y) else None) for g, y in zip(seeds, outs)]
+        seeds += [None] * (n_out - len(seeds))
+        attrs = info.with_defaults(node_attributes(node))
+        try:
+            with np.errstate(all="ignore"):
+                if inner or captured(node):  # a nested graph: its rule also gives the outer values' gradients
+                    grads, outer_grads = vjp(ins, seeds, outer={i: values[i] for i in captured(node)}, **attrs)
+                else:
+                    grads, outer_grads = vjp(ins, seeds, **attrs), {}
+                grads = list(grads)
+        except ReverseModeError:
+            raise
+        except Exception as e:  # noqa: BLE001 - the chapter's rule failed on this node: name it
+            raise ReverseModeError(f"{describe(node, index)}: the chapter's vjp raised {type(e).__name__}: "
+                                   f"{' '.join(str(e).split())[:300]}") from None
+        if len(grads) != len(ins):
+            raise ReverseModeError(f"{describe(node, index)}: the chapter's vjp gave {len(grads)} gradients for "
+                                   f"{len(ins)} inputs")
+        flows = [(node.input[k], grads[k], info.input_name(k)) for k in needed]
+        flows += [(i, outer_grads.get(i), f"the outer value {i}") for i in inner]
+        for name, g, shown in flows:
+            if g is None:
+                for p in dep[name] & wanted:
+                    cut.setdefault(p, []).append(f"{describe(node, index)} (no gradient for its input {shown})")
+                continue
+            problem = _shape_problem(g, values[name])
+            if problem:
+                raise ReverseModeError(f"{describe(node, index)}: the chapter's vjp gave {shown} {problem}")
+            g = _cast(g, values[name])
+            cot[name] = _add(cot[name], g) if name in cot else g
+    return cut, stopped, dep
+
+
+def _seed(outputs: dict, cotangents: dict | None) -> dict:
+    cot = {}
+    for name, y in outputs.items():
+        g = (cotangents or {}).get(name)
+        if g is not None:
+            if isinstance(y, list):
+                cot[name] = list(g)
+                continue
+            g = np.asarray(g, dtype=y.dtype)
+            if g.shape != y.shape:
+                raise ReverseModeError(f"the cotangent of {name} has shape {g.shape}; the output has {y.shape}")
+            cot[name] = g
+        elif _is_value(y):
+            cot[name] = [np.ones_like(v) for v in y] if isinstance(y, list) else np.ones_like(y)
+    extra = sorted(set(cotangents or {}) - set(outputs))
+    if extra:
+        raise ReverseModeError(f"cotangents given for values that are not graph outputs: {', '.join(extra)}")
+    return cot
+
+
+def _results(params, cot, cut, stopped, dep, outputs, values):
+    result = {}
+    reached = {p for o in outputs if o in cot for p in dep.get(o, set())}
+    for p in params:
+        if p in cot:
+            result[p] = cot[p]
+        elif (p in cut or p in stopped) and p in reached:
+            raise ReverseModeError(f"the outputs depend on {p} only through nodes where the book proves no gradient: "
+                                   + "; ".join(dict.fromkeys(cut.get(p, []) + stopped.get(p, []))))
+        else:  # the seeded outputs do not depend on it
+            result[p] = _zeros(values[p])
+    return result
 
 
 def gradients(model, feeds: dict, cotangents: dict | None = None, *, wrt: list[str] | None = None,
@@ -283,97 +417,83 @@ def gradients(model, feeds: dict, cotangents: dict | None = None, *, wrt: list[s
         if node.domain not in ("", "ai.onnx"):
             _check_node(node, index, opset)
     t0 = time.perf_counter()
-    values = forward(model, {k: np.asarray(v) for k, v in feeds.items()})
+    values = forward(model, {k: (v if isinstance(v, list) else np.asarray(v)) for k, v in feeds.items()})
     t1 = time.perf_counter()
-
     outputs = {o.name: values[o.name] for o in model.graph.output}
-    cot: dict[str, np.ndarray] = {}
-    for name, y in outputs.items():
-        g = (cotangents or {}).get(name)
-        if g is not None:
-            g = np.asarray(g, dtype=y.dtype)
-            if g.shape != y.shape:
-                raise ReverseModeError(f"the cotangent of {name} has shape {g.shape}; the output has {y.shape}")
-            cot[name] = g
-        elif _is_float(y):
-            cot[name] = np.ones_like(y)
-    extra = sorted(set(cotangents or {}) - set(outputs))
-    if extra:
-        raise ReverseModeError(f"cotangents given for values that are not graph outputs: {', '.join(extra)}")
-
-    dep = _dependents(model, params)
-    wanted = set(params)
-    cut: dict[str, list[str]] = {}  # float paths the book's rules stop (shown when other paths reach)
-    stopped: dict[str, list[str]] = {}  # paths through a discrete value
-    nodes = list(model.graph.node)
-    for done, (index, node) in enumerate(reversed(list(enumerate(nodes))), 1):
-        if progress is not None:
-            progress(done, len(nodes))
-        # float inputs that lead back to a wanted parameter
-        needed = [k for k, i in enumerate(node.input) if i and _is_float(values.get(i)) and dep.get(i, set()) & wanted]
-        seeds = [cot.get(o) if o else None for o in node.output]
-        if all(g is None for g in seeds):
-            continue
-        if any(dep.get(i, set()) & wanted for i in captured(node)):
-            _check_node(node, index, opset)  # a nested graph reads a value on the gradient's path: refused there
-        for k, i in enumerate(node.input):  # a discrete value carries no cotangent: the chain stops there
-            if i and k not in needed and dep.get(i, set()) & wanted:
-                for p in dep[i] & wanted:
-                    stopped.setdefault(p, []).append(f"{describe(node, index)} (its input {i} is "
-                                                     f"{np.asarray(values.get(i)).dtype}, discrete)")
-        if not needed:
-            continue
-        info = _check_node(node, index, opset)
-        try:
-            vjp = rule_of(node.op_type)
-        except RuleLoadError as e:
-            raise ReverseModeError(f"{describe(node, index)}: {e}") from None
-        if vjp is _NO_RULE:
-            for k in needed:
-                for p in dep[node.input[k]] & wanted:
-                    cut.setdefault(p, []).append(f"{describe(node, index)} (its chapter proves no input "
-                                                 f"differentiable)")
-            continue
-        ins = [values[i] if i else None for i in node.input]
-        n_out = len(info.outputs) if not (info.outputs and info.outputs[-1].variadic) else len(node.output)
-        outs = [values.get(o) if o else None for o in node.output]
-        seeds = [g if g is not None else (np.zeros_like(y) if _is_float(y) else None) for g, y in zip(seeds, outs)]
-        seeds += [None] * (n_out - len(seeds))
-        attrs = info.with_defaults(node_attributes(node))
-        try:
-            with np.errstate(all="ignore"):
-                grads = list(vjp(ins, seeds, **attrs))
-        except Exception as e:  # noqa: BLE001 - the chapter's rule failed on this node: name it
-            raise ReverseModeError(f"{describe(node, index)}: the chapter's vjp raised {type(e).__name__}: "
-                                   f"{' '.join(str(e).split())[:300]}") from None
-        if len(grads) != len(ins):
-            raise ReverseModeError(f"{describe(node, index)}: the chapter's vjp gave {len(grads)} gradients for "
-                                   f"{len(ins)} inputs")
-        for k in needed:
-            name, g = node.input[k], grads[k]
-            if g is None:
-                for p in dep[name] & wanted:
-                    cut.setdefault(p, []).append(f"{describe(node, index)} (no gradient for its input "
-                                                 f"{info.input_name(k)})")
-                continue
-            g = np.asarray(g)
-            if g.shape != values[name].shape:
-                raise ReverseModeError(f"{describe(node, index)}: the chapter's vjp gave {info.input_name(k)} a "
-                                       f"gradient of shape {g.shape}; the input has {values[name].shape}")
-            g = g.astype(values[name].dtype, copy=False)
-            cot[name] = cot[name] + g if name in cot else g
+    cot = _seed(outputs, cotangents)
+    cut, stopped, dep = _backward(list(model.graph.node), values, cot, params, opset, progress)
     t2 = time.perf_counter()
-
-    result = {}
-    reached = {p for o in outputs if o in cot for p in dep.get(o, set())}
-    for p in params:
-        if p in cot:
-            result[p] = cot[p]
-        elif (p in cut or p in stopped) and p in reached:
-            raise ReverseModeError(f"the outputs depend on {p} only through nodes where the book proves no gradient: "
-                                   + "; ".join(dict.fromkeys(cut.get(p, []) + stopped.get(p, []))))
-        else:  # the seeded outputs do not depend on it
-            result[p] = np.zeros_like(values[p])
+    result = _results(params, cot, cut, stopped, dep, outputs, values)
     cuts = {p: list(dict.fromkeys(c)) for p, c in cut.items() if p in cot}
     return Gradients(result, outputs, cuts, t1 - t0, t2 - t1, values, cot,
-                     {v for v, ps in dep.items() if ps & wanted})
+                     {v for v, ps in dep.items() if ps & set(params)})
+
+
+def run_graph(graph: onnx.GraphProto, env: dict, opset: int | None = None) -> dict:
+    """Every value of a nested graph (a branch, a loop body) run by onnx.reference, its formal inputs and the outer
+    values it reads taken from `env` (name -> value)."""
+    from onnx.reference import ReferenceEvaluator
+
+    opset = opset or onnx.defs.onnx_opset_version()
+    names = [v.name for v in graph.input] + sorted(captured_by_graph(graph))
+    g = onnx.GraphProto()
+    g.CopyFrom(graph)
+    del g.input[:]
+    for n in names:
+        if n not in env:
+            raise ReverseModeError(f"the graph {graph.name!r} reads {n}, which has no value")
+        g.input.append(_value_info(n, env[n]))
+    model = onnx.helper.make_model(g, opset_imports=[onnx.helper.make_opsetid("", opset)])
+    with np.errstate(all="ignore"):
+        values = ReferenceEvaluator(model).run(None, {n: env[n] for n in names}, intermediate=True)
+    values = {k: v for k, v in values.items() if k}
+    values.update({n: env[n] for n in names})
+    for t in graph.initializer:
+        values.setdefault(t.name, numpy_helper.to_array(t))
+    return values
+
+
+def _value_info(name, value):
+    if isinstance(value, list):
+        elem = onnx.helper.np_dtype_to_tensor_dtype(value[0].dtype) if value else onnx.TensorProto.FLOAT
+        return onnx.helper.make_value_info(name, onnx.helper.make_sequence_type_proto(
+            onnx.helper.make_tensor_type_proto(elem, None)))
+    value = np.asarray(value)
+    return onnx.helper.make_tensor_value_info(name, onnx.helper.np_dtype_to_tensor_dtype(value.dtype), None)
+
+
+def captured_by_graph(graph: onnx.GraphProto) -> set[str]:
+    """The outer-scope names a graph reads (its nodes' inputs defined neither in it nor by its inputs)."""
+    holder = onnx.helper.make_node("If", [], [], then_branch=graph)
+    return captured(holder)
+
+
+def graph_vjp(graph: onnx.GraphProto, env: dict, cotangents: list, *, opset: int | None = None,
+              values: dict | None = None) -> dict:
+    """The book's reverse mode through a nested graph (If's branch, a Loop or Scan body, SequenceMap's body): the
+    gradient of Σ_k ⟨graph output k, cotangents[k]⟩ for each of the graph's formal inputs and each outer value it
+    reads, by name. `env` gives their values; `values`, every value of the graph from an earlier `run_graph` (run
+    again when absent). A name gets None where the book proves no gradient through the graph (a discrete value, a
+    rule that gives None), and zeros where the outputs do not depend on it. Each node goes through its chapter's
+    rule, as in `gradients`; errors name the node."""
+    opset = opset or onnx.defs.onnx_opset_version()
+    values = values if values is not None else run_graph(graph, env, opset)
+    names = [v.name for v in graph.input] + sorted(captured_by_graph(graph))
+    params = [n for n in names if _is_value(env.get(n))]
+    outputs = {o.name: values[o.name] for o in graph.output}
+    cot = {}
+    for o, g in zip(graph.output, cotangents):
+        if g is not None:
+            cot[o.name] = _add(cot[o.name], g) if o.name in cot else g
+    cut, stopped, dep = _backward(list(graph.node), values, cot, params, opset)
+    out = {}
+    for n in names:
+        if n not in params:
+            out[n] = None
+        elif n in cot:
+            out[n] = cot[n]
+        elif n in cut or n in stopped:
+            out[n] = None
+        else:
+            out[n] = _zeros(values[n])
+    return out

@@ -127,12 +127,53 @@ def test_refusals_name_the_node(monkeypatch, tmp_path):
         reverse.rule_of.cache_clear()
 
 
-def test_nested_graph_is_refused_until_control_flow_has_chapters():
-    branch = h.make_graph([h.make_node("Identity", ["x"], ["o"])], "b", [], [h.make_tensor_value_info("o", T.DOUBLE, [2])])
-    m = model([h.make_node("If", ["c"], ["y"], then_branch=branch, else_branch=branch)], [("x", [2])], [("y", [2])],
-              [("c", np.array(True))])
-    with pytest.raises(ReverseModeError, match="If #0 -> y holds a nested graph"):
-        gradients(m, {"x": np.ones(2)})
+def _if_model():
+    then = h.make_graph([h.make_node("Mul", ["x", "x"], ["o"])], "then", [], [h.make_tensor_value_info("o", T.DOUBLE, [2])])
+    other = h.make_graph([h.make_node("Neg", ["x"], ["o"])], "else", [], [h.make_tensor_value_info("o", T.DOUBLE, [2])])
+    return model([h.make_node("If", ["c"], ["y"], then_branch=then, else_branch=other)], [("x", [2])], [("y", [2])],
+                 [("c", np.array(True))])
+
+
+def test_a_nested_graph_goes_through_its_chapter_rule_with_the_outer_values(monkeypatch):
+    """The protocol for graph attributes: the rule gets outer={name: value} and returns (grads, outer grads), and
+    graph_vjp runs the reverse mode inside the branch (here a stand-in for If's rule)."""
+    calls = []
+
+    def if_rule(inputs, cotangents, outer=None, *, then_branch, else_branch):
+        branch = then_branch if bool(inputs[0]) else else_branch
+        inner = reverse.graph_vjp(branch, outer, cotangents)
+        calls.append(sorted(outer))
+        return [None], {n: inner[n] for n in outer}
+
+    real = reverse.rule_of
+    monkeypatch.setattr(reverse, "rule_of", lambda op: if_rule if op == "If" else real(op))
+    x = np.array([1.5, -2.0])
+    np.testing.assert_array_equal(gradients(_if_model(), {"x": x})["x"], 2 * x)
+    assert calls == [["x"]]
+
+
+def test_a_nested_graph_without_its_chapter_is_an_error_naming_the_node(monkeypatch, tmp_path):
+    real = reverse.chapter_path
+    monkeypatch.setattr(reverse, "chapter_path", lambda op: tmp_path / "If.ipynb" if op == "If" else real(op))
+    reverse.rule_of.cache_clear()
+    try:
+        with pytest.raises(ReverseModeError, match="If #0 -> y: If has no chapter in the book yet"):
+            gradients(_if_model(), {"x": np.ones(2)})
+    finally:
+        reverse.rule_of.cache_clear()
+
+
+def test_graph_vjp_gives_formal_inputs_outer_values_and_none_through_discrete_values():
+    body = h.make_graph([h.make_node("Mul", ["a", "w"], ["p"]), h.make_node("Round", ["a"], ["r"]),
+                         h.make_node("Add", ["p", "r"], ["o"])], "body",
+                        [h.make_tensor_value_info("a", T.DOUBLE, [2])], [h.make_tensor_value_info("o", T.DOUBLE, [2])])
+    env = {"a": np.array([0.25, 2.0]), "w": np.array([3.0, -1.0])}
+    g = reverse.graph_vjp(body, env, [np.array([1.0, 2.0])])
+    np.testing.assert_array_equal(g["a"], [3.0, -2.0])  # through Mul; Round contributes nothing
+    np.testing.assert_array_equal(g["w"], [0.25, 4.0])
+    only_round = h.make_graph([h.make_node("Round", ["a"], ["o"])], "b", [h.make_tensor_value_info("a", T.DOUBLE, [2])],
+                              [h.make_tensor_value_info("o", T.DOUBLE, [2])])
+    assert reverse.graph_vjp(only_round, env, [np.ones(2)])["a"] is None
 
 
 def test_bad_models_are_clear_errors(tmp_path):
