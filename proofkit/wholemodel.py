@@ -21,7 +21,8 @@ from .reverse import Gradients, forward, gradients, node_attributes, parameters
 
 #: The name of the objective the ONNX Runtime graph differentiates (unlikely to clash with a model's own names).
 LOSS = "proofkit_objective"
-ENGINES = ("finite differences", "PyTorch", "ONNX Runtime", "ONNX Runtime, optional outputs named", "onnx-ad (onnx.reference)", "onnx-ad (ONNX Runtime)")
+ENGINES = ("finite differences", "PyTorch", "ONNX Runtime", "ONNX Runtime, optional outputs named",
+           "onnx-ad (onnx.reference)", "onnx-ad (ONNX Runtime)")
 
 
 # --- the model, rewritten for an engine -------------------------------------------------------------------------

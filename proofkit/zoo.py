@@ -156,9 +156,11 @@ def transformer(seed: int = 0) -> Case:
 
     return Case("transformer block", _model("block", nodes, feeds, [("y", [b, s, d])], inits), feeds, twin,
                 "LayerNormalization, MatMul, Reshape, Transpose, Mul, Softmax, Add, Gelu",
-                {"y": np.random.default_rng(seed + 1).standard_normal((b, s, d))}, twin_rtol=1e-6, fd_eps=1e-3, fd_rtol=1e-3,
+                {"y": np.random.default_rng(seed + 1).standard_normal((b, s, d))},
+                twin_rtol=1e-6, fd_eps=1e-3, fd_rtol=1e-3,
                 note="onnx.reference computes Gelu through its function body, whose Erf is math.erf rounded to "
-                     "float32 (proofs/Gelu): the twin agrees to 1e-6, and the finite differences, with a step of 1e-3, to 1e-3")
+                     "float32 (proofs/Gelu): the twin agrees to 1e-6, and the finite differences, with a step of 1e-3, "
+                     "to 1e-3")
 
 
 def recurrent(seed: int = 0) -> Case:

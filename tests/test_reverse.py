@@ -115,7 +115,8 @@ def test_refusals_name_the_node(monkeypatch, tmp_path):
     with pytest.raises(ReverseModeError, match="Relu #0 -> y is of domain 'com.example'"):
         gradients(other, x)
     old = model([h.make_node("Relu", ["x"], ["y"])], [("x", [2])], [("y", [2])], opset=12)
-    with pytest.raises(ReverseModeError, match="Relu #0 -> y is Relu-6 at the model's opset 12; the book proves Relu-14"):
+    with pytest.raises(ReverseModeError,
+                       match="Relu #0 -> y is Relu-6 at the model's opset 12; the book proves Relu-14"):
         gradients(old, x)
     np.testing.assert_array_equal(gradients(reverse.upgrade(old), x)["x"], 1.0)
     monkeypatch.setattr(reverse, "chapter_path", lambda op: tmp_path / f"{op}.ipynb")
@@ -128,7 +129,8 @@ def test_refusals_name_the_node(monkeypatch, tmp_path):
 
 
 def _if_model():
-    then = h.make_graph([h.make_node("Mul", ["x", "x"], ["o"])], "then", [], [h.make_tensor_value_info("o", T.DOUBLE, [2])])
+    then = h.make_graph([h.make_node("Mul", ["x", "x"], ["o"])], "then", [],
+                        [h.make_tensor_value_info("o", T.DOUBLE, [2])])
     other = h.make_graph([h.make_node("Neg", ["x"], ["o"])], "else", [], [h.make_tensor_value_info("o", T.DOUBLE, [2])])
     return model([h.make_node("If", ["c"], ["y"], then_branch=then, else_branch=other)], [("x", [2])], [("y", [2])],
                  [("c", np.array(True))])
