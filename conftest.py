@@ -45,8 +45,8 @@ def pytest_runtest_logreport(report):
 
 
 def pytest_sessionfinish(session, exitstatus):
-    if hasattr(session.config, "workerinput") or not _times:
-        return  # xdist workers report to the controller, which writes the file once
+    if hasattr(session.config, "workerinput") or not _times or os.environ.get("PROOFKIT_BENCH"):
+        return  # xdist workers report to the controller, which writes the file once; a benchmark run writes none
     out = Path(session.config.rootpath) / TIMES_FILE
     out.parent.mkdir(parents=True, exist_ok=True)
     payload = {"workers": session.config.getoption("numprocesses", None), "cpus": os.cpu_count(),
