@@ -378,11 +378,13 @@ def _engine_version(engine: str) -> str:
 
 
 def engine_coverage(verdicts: dict[str, dict]) -> dict[str, dict[str, list[str]]]:
-    """Per operator, per engine: the outcomes its checks showed over the operator's inputs (OUTCOME_ORDER)."""
+    """Per operator, per engine: the outcomes its checks showed over the operator's inputs and over the outer values
+    its graphs read (OUTCOME_ORDER)."""
     out: dict[str, dict[str, list[str]]] = {}
     for op in sorted(verdicts):
-        for r in verdicts[op]["rows"]:
-            for engine, seen in r.get("engines", {}).items():
+        # the inputs' rows, and the outer values a graph reads where the chapter checked them (If has no input row)
+        for engines in [r.get("engines", {}) for r in verdicts[op]["rows"]] + [verdicts[op].get("outer_engines", {})]:
+            for engine, seen in engines.items():
                 have = out.setdefault(op, {}).setdefault(engine, [])
                 have += [w for w in seen if w not in have]
         for engine in out.get(op, {}):

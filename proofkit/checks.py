@@ -17,6 +17,7 @@ from .evidence import record
 from .report import TABLED, collect
 from .onnxrun import run_onnx
 from .schema import op_info
+from . import values
 
 
 #: What a check's "passed for" column says when it passed for no input (CheckResult.outcome).
@@ -111,13 +112,17 @@ class _Worst:
 
 
 def _is_float(x) -> bool:
-    return x is not None and np.issubdtype(np.asarray(x).dtype, np.floating)
+    """A float tensor, or a sequence with a float element (proofkit.values)."""
+    return values.is_float(x)
 
 
 def _is_float_format(x) -> bool:
     """A float type NumPy does not call floating (ml_dtypes' float8, float6, float4 and bfloat16 types): a real number
     in the book's reading of float types (the Cast chapter), stored on a coarse grid."""
-    return x is not None and np.asarray(x).dtype.name.startswith(("float8", "float6", "float4", "bfloat16"))
+    if values.is_sequence(x):
+        return any(_is_float_format(e) for e in x)
+    # "float64" starts with "float6": the formats are named with their underscore (float6_e2m3fn), bfloat16 in full
+    return x is not None and np.asarray(x).dtype.name.startswith(("float8_", "float6_", "float4_", "bfloat16"))
 
 
 def _as_list(y):
@@ -127,9 +132,10 @@ def _as_list(y):
 def _require_float64(op, inputs):
     info = op_info(op)
     for i, x in enumerate(inputs):
-        if _is_float(x) and np.asarray(x).dtype != np.float64:
-            raise AssertionError(f"{op}: input {info.input_name(i)} is {np.asarray(x).dtype}; "
-                                 "the backward checks run in float64")
+        for e in values.leaves(x):  # a tensor, or each element of a sequence
+            if _is_float(e) and np.asarray(e).dtype != np.float64:
+                raise AssertionError(f"{op}: input {info.input_name(i)} is {np.asarray(e).dtype}; "
+                                     "the backward checks run in float64")
 
 
 def _gap(a: np.ndarray, b: np.ndarray) -> np.ndarray:
@@ -181,6 +187,21 @@ def compare_with_engine(op, engine, shown, mine, theirs, *, rtol, atol, declared
     return result
 
 
+def _output_pairs(op, info, got, want, what):
+    """(name, got, want) per tensor: an output's name, or name[j] for element j of a sequence output, whose lengths
+    must agree (a sequence is a list of arrays: proofkit.values)."""
+    for k, (g, w) in enumerate(zip(got, want)):
+        name = info.output_name(k)
+        if not (values.is_sequence(g) or values.is_sequence(w)):
+            yield name, g, w
+            continue
+        if not (values.is_sequence(g) and values.is_sequence(w)) or len(g) != len(w):
+            raise AssertionError(f"{op}: output {name}: {what} gives a {values.describe(g)}, onnx.reference a "
+                                 f"{values.describe(w)}")
+        for j, (ge, we) in enumerate(zip(g, w)):
+            yield f"{name}[{j}]", ge, we
+
+
 def compare_outputs(op, got, want, *, rtol, atol, what, check_dtype=True) -> "_Worst":
     """Outputs equal in shape, dtype and value (integers exactly); returns the largest error against its tolerance."""
     info = op_info(op)
@@ -188,8 +209,7 @@ def compare_outputs(op, got, want, *, rtol, atol, what, check_dtype=True) -> "_W
     got, want = _as_list(got), _as_list(want)
     if len(got) != len(want):
         raise AssertionError(f"{op}: {what} gives {len(got)} outputs, onnx.reference gives {len(want)}")
-    for k, (g, w) in enumerate(zip(got, want)):
-        name = info.output_name(k)
+    for name, g, w in _output_pairs(op, info, got, want, what):
         g, w = np.asarray(g), np.asarray(w)
         if g.shape != w.shape:
             raise AssertionError(f"{op}: output {name}: {what} has shape {g.shape}, onnx.reference {w.shape}")
@@ -220,7 +240,9 @@ def _is_strings(y: np.ndarray) -> bool:
 def check_forward(op, model, inputs, attrs=None, *, rtol=1e-12, atol=1e-12, check_dtype=True) -> CheckResult:
     """`model(inputs, **attrs)` (a NumPy function or a lambdified SymPy model) against onnx.reference.
 
-    `attrs` are passed to the model with ONNX's defaults filled in; outputs must agree in shape, dtype and value.
+    `attrs` are passed to the model with ONNX's defaults filled in; outputs must agree in shape, dtype and value. A
+    sequence output is a list of arrays inside the model's list of outputs (`[[y0, y1]]`): its length must agree, then
+    each element (proofkit.values).
     """
     info = op_info(op)
     full = info.with_defaults(attrs)
@@ -231,7 +253,8 @@ def check_forward(op, model, inputs, attrs=None, *, rtol=1e-12, atol=1e-12, chec
         record(op, info.output_name(k), "forward")
     # strings are compared by equality in compare_outputs; a check asked for with zero tolerance says so (the string
     # chapters); one left at a tolerance shows it, as it always did (Identity's and Constant's string rows)
-    exact = all(w.dtype.kind in "iub" or (_is_strings(w) and rtol == 0 and atol == 0) for w in want)
+    exact = all(w.dtype.kind in "iub" or (_is_strings(w) and rtol == 0 and atol == 0)
+                for w in values.flatten(want)[0])  # every tensor, and every element of a sequence
     # the tolerance tested is atol + rtol·max|y| (compare_outputs), so the table shows that one, at the worst output
     return CheckResult("forward", op, [info.output_name(k) for k in range(len(want))],
                        f"inputs {_shapes_text(inputs)}, attributes {_attr_text(attrs)}, "
@@ -253,6 +276,8 @@ def _shown_name(info, i: int) -> str:
 def _input_text(x) -> str:
     if x is None:
         return "omitted"
+    if values.is_sequence(x):  # a sequence: its elements, in brackets
+        return "[" + ", ".join(_input_text(e) for e in x) + "]"
     x = np.asarray(x)
     if _is_float(x):
         return str(x.shape)
@@ -268,11 +293,19 @@ def _shapes_text(inputs):
 def _attr_text(attrs):
     if not attrs:
         return "default"
-    return "{" + ", ".join(f"{k}={v!r}" for k, v in sorted(attrs.items())) + "}"
+    return "{" + ", ".join(f"{k}={_attr_value(v)}" for k, v in sorted(attrs.items())) + "}"
+
+
+def _attr_value(v) -> str:
+    """An attribute's value as the tables show it: its repr; an ONNX type (Optional's `type`) in the schema's words."""
+    import onnx
+
+    return values.type_text(v) if isinstance(v, onnx.TypeProto) else repr(v)
 
 
 def _cotangents(outputs, rng):
-    return [rng.standard_normal(y.shape) if _is_float(y) else None for y in outputs]
+    # a draw per float tensor, and per float element of a sequence (a list; proofkit.values)
+    return [values.draw_like(y, rng) for y in outputs]
 
 
 def _call_vjp(op, vjp, inputs, cotangents, full_attrs, reals: bool = False):
@@ -289,7 +322,12 @@ def _call_vjp(op, vjp, inputs, cotangents, full_attrs, reals: bool = False):
             raise AssertionError(f"{op}: vjp returned a gradient for the omitted input {name}")
         if not (_is_float(x) or (reals and _is_float_format(x))):
             raise AssertionError(f"{op}: vjp returned a gradient for {name}, whose type "
-                                 f"{np.asarray(x).dtype} is discrete")
+                                 f"{values.element_dtype(x)} is discrete")
+        if values.is_sequence(x) or values.is_sequence(g):  # a list, None entries allowed (proofkit.values)
+            why = values.mismatch(g, x)
+            if why:
+                raise AssertionError(f"{op}: vjp's gradient for {name} {why}")
+            continue
         if np.shape(g) != np.shape(x):
             raise AssertionError(f"{op}: vjp's gradient for {name} has shape {np.shape(g)}, "
                                  f"the input has shape {np.shape(x)}")
@@ -304,7 +342,11 @@ def _record_none(op, i, x, none: list, fn, outs) -> None:
     if x is None:
         return
     info = op_info(op)
-    record(op, info.input_name(i), "none" if _is_float(x) else "discrete-type", fn)
+    # a None on a call whose every output has an integer, bool or string type (no float format either) is marked: no
+    # cotangent can reach any input there, so it says nothing against a gradient on calls with a float output
+    discrete = bool(outs) and not any(_is_float(y) or _is_float_format(y) for y in outs)
+    record(op, info.input_name(i), "none" if _is_float(x) else "discrete-type", fn,
+           data={"outputs": "discrete"} if discrete else None)
     if _is_float(x) and any(_is_float(y) for y in outs):
         record(op, info.input_name(i), "float-path")
     none.append(_shown_name(info, i))
@@ -336,13 +378,20 @@ def check_vjp_fd(op, vjp, inputs, attrs=None, *, seed=0, n_dirs=2, eps=1e-6, rto
     """Check 1: vᵀJu by central differences of the onnx.reference forward against vᵀ·(vjp) ·u.
 
     For each input that `vjp` gives a gradient, and `n_dirs` random directions u (random cotangent v on every float
-    output), (vᵀf(x+εu) − vᵀf(x−εu))/2ε must match ⟨vjp(x, v), u⟩ within atol + rtol·scale.
+    output), (vᵀf(x+εu) − vᵀf(x−εu))/2ε must match ⟨vjp(x, v), u⟩ within atol + rtol·scale. A sequence (a list of
+    arrays, proofkit.values) is read element by element: every float element of a sequence input is perturbed, every
+    float element of a sequence output gets a cotangent, and vjp's gradient of a sequence is a list (None entries read
+    as zeros).
 
     With `reals`, the float formats NumPy does not call floating (float8, float6, float4, bfloat16) are read as real
     numbers, as the book reads every float type (the Cast chapter): their outputs get a cotangent and are differenced
     in float64, and an input of such a type is moved to x ± εu rounded to its format, the check comparing
     vᵀ(f(x₊) − f(x₋)) with ⟨vjp(x, v), x₊ − x₋⟩ for the step that was actually taken. On a coarse grid this is a
     secant: ε must span several grid steps and the tolerance allow for the curvature between them.
+
+    `eps` may be a dict, input name -> ε, where one step cannot serve every input (a float8 output read as reals:
+    the step that spans the grid in one input curves the secant in another); every input vjp gives a gradient for
+    must be named in it, and the notes show each input's ε.
     """
     info = op_info(op)
     inputs = list(inputs)
@@ -355,29 +404,35 @@ def check_vjp_fd(op, vjp, inputs, attrs=None, *, seed=0, n_dirs=2, eps=1e-6, rto
         cot = [rng.standard_normal(y.shape) if _is_float_format(y) else c for y, c in zip(outs, cot)]
     grads = _call_vjp(op, vjp, inputs, cot, full, reals=reals)
     checked, none, worst = [], [], _Worst()
+    steps = dict(eps) if isinstance(eps, dict) else None  # one ε per input, by formal name
     for i, g in enumerate(grads):
         name, shown = info.input_name(i), _shown_name(info, i)
         if g is None:
             _record_none(op, i, inputs[i], none, vjp, outs)
             continue
+        if steps is not None and name not in steps:
+            raise AssertionError(f"{op}: eps is given per input, but not for {shown}, which vjp gives a gradient")
+        eps_i = steps[name] if steps is not None else eps
         for _ in range(n_dirs):
-            u = rng.standard_normal(np.shape(inputs[i]))
+            # a direction: a draw per float element of a sequence (proofkit.values), as before for a tensor
+            u = (values.draw_like(inputs[i], rng) if values.is_sequence(inputs[i])
+                 else rng.standard_normal(np.shape(inputs[i])))
             plus, minus = list(inputs), list(inputs)
             if reals and _is_float_format(inputs[i]):  # the step rounded to the input's format, and the step taken
                 x64 = np.asarray(inputs[i]).astype(np.float64)
-                plus[i] = (x64 + eps * u).astype(np.asarray(inputs[i]).dtype)
-                minus[i] = (x64 - eps * u).astype(np.asarray(inputs[i]).dtype)
-                step = (plus[i].astype(np.float64) - minus[i].astype(np.float64)) / (2 * eps)
+                plus[i] = (x64 + eps_i * u).astype(np.asarray(inputs[i]).dtype)
+                minus[i] = (x64 - eps_i * u).astype(np.asarray(inputs[i]).dtype)
+                step = (plus[i].astype(np.float64) - minus[i].astype(np.float64)) / (2 * eps_i)
             else:
-                plus[i] = inputs[i] + eps * u
-                minus[i] = inputs[i] - eps * u
+                plus[i] = values.add_scaled(inputs[i], eps_i, u)
+                minus[i] = values.add_scaled(inputs[i], -eps_i, u)
                 step = u
             yp, ym = run_onnx(op, plus, attrs, len(outs)), run_onnx(op, minus, attrs, len(outs))
             if reals:
                 yp, ym = ([np.asarray(y).astype(np.float64) if _is_float_format(y) else y for y in ys]
                           for ys in (yp, ym))
-            fd = sum(float(np.sum(v * (a - b))) for v, a, b in zip(cot, yp, ym) if v is not None) / (2 * eps)
-            an = float(np.sum(np.asarray(g) * step))
+            fd = sum(values.dot(v, values.sub(a, b)) for v, a, b in zip(cot, yp, ym) if v is not None) / (2 * eps_i)
+            an = values.dot(g, step)
             err, tol = abs(fd - an), atol + rtol * max(abs(fd), abs(an), 1.0)
             if not err <= tol:
                 raise AssertionError(f"{op}: gradient of input {shown} disagrees with finite differences of "
@@ -391,22 +446,27 @@ def check_vjp_fd(op, vjp, inputs, attrs=None, *, seed=0, n_dirs=2, eps=1e-6, rto
     for k, y in enumerate(outs):
         if cot[k] is not None and checked:
             record(op, info.output_name(k), "fd", vjp)
-    discrete = ", ".join(f"{info.output_name(k)} ({y.dtype})" for k, y in enumerate(outs) if cot[k] is None)
+    discrete = ", ".join(f"{info.output_name(k)} ({values.element_dtype(y)})" for k, y in enumerate(outs)
+                         if cot[k] is None)
     formats = sorted({str(np.asarray(v).dtype) for v in [*inputs, *outs] if reals and _is_float_format(v)})
     secant = f"; {', '.join(formats)} read as reals (a secant over the format's grid)" if formats else ""
+    eps_text = (f"ε={eps:g}" if steps is None else
+                "ε " + ", ".join(f"{n}={e:g}" for n, e in steps.items()))  # per input
     return CheckResult("finite-difference", op, checked,
                        f"inputs {_shapes_text(inputs)}, attributes {_attr_text(attrs)}, {n_dirs} random directions "
-                       f"each, ε={eps:g}" + (f"; no cotangent for the discrete output {discrete}" if discrete else "")
+                       f"each, {eps_text}" + (f"; no cotangent for the discrete output {discrete}" if discrete else "")
                        + secant, none, inputs=_shapes_text(inputs), attrs=_attr_text(attrs), error=worst.err,
-                       tol=worst.tol, notes=f"{n_dirs} directions, ε={eps:g}"
+                       tol=worst.tol, notes=f"{n_dirs} directions, {eps_text}"
                        + (f"; discrete output {discrete}" if discrete else "") + secant)
 
 
 def torch_leaves(inputs) -> list:
-    """Torch tensors for the op's inputs (None stays None), the float ones requiring a gradient."""
+    """Torch tensors for the op's inputs (None stays None, a sequence becomes a list of tensors), the float ones
+    requiring a gradient."""
     import torch
-    tens = [None if x is None else torch.tensor(np.asarray(x)) for x in inputs]
-    for t in tens:
+    tens = [None if x is None else [torch.tensor(np.asarray(e)) for e in x] if values.is_sequence(x)
+            else torch.tensor(np.asarray(x)) for x in inputs]
+    for t in values.flatten(tens)[0]:
         if t is not None and t.is_floating_point():
             t.requires_grad_(True)
     return tens
@@ -415,25 +475,33 @@ def torch_leaves(inputs) -> list:
 def torch_gradients(tens, outputs, cotangents) -> list:
     """PyTorch autograd of Σ output·cotangent for each tensor of `torch_leaves`: an array (zeros for a float input the
     outputs do not use), or None for a non-float or omitted input, and for every input when no float output carries
-    a cotangent."""
+    a cotangent. A sequence (a list of tensors, in or out) is taken element by element: its gradient is a list, None
+    for an element that is not float."""
     import torch
-    leaves = [t for t in tens if t is not None and t.requires_grad]
-    pairs = [(o, torch.tensor(np.asarray(g))) for o, g in zip(outputs, cotangents) if g is not None and o.requires_grad]
+    leaves = [t for t in values.flatten(tens)[0] if t is not None and t.requires_grad]
+    paired = []
+    for o, g in zip(outputs, cotangents):
+        if g is not None:
+            paired += list(zip(o, g)) if values.is_sequence(o) else [(o, g)]
+    pairs = [(o, torch.tensor(np.asarray(g))) for o, g in paired if g is not None and o.requires_grad]
     if not (leaves and pairs):
         return [None] * len(tens)
     got = torch.autograd.grad([p[0] for p in pairs], leaves, [p[1] for p in pairs], allow_unused=True)
     res = {id(t): (np.zeros(tuple(t.shape)) if r is None else r.detach().numpy()) for t, r in zip(leaves, got)}
-    return [None if t is None else res.get(id(t)) for t in tens]
+    return [None if t is None else [res.get(id(e)) for e in t] if values.is_sequence(t) else res.get(id(t))
+            for t in tens]
 
 
 def check_vjp_torch(op, vjp, twin, inputs, attrs=None, *, seed=0, rtol=1e-10, atol=1e-12,
                     forward_rtol=None) -> CheckResult:
     """Check 2 (Method 1 of the ONNX guide): `vjp` against PyTorch autograd of `twin`.
 
-    `twin(*tensors, **attrs)` is the op written with torch functions (omitted inputs arrive as None, attributes with
-    ONNX defaults). Its forward is first checked against onnx.reference, which shows the mapping between the two
-    (within `forward_rtol`, by default `rtol`: looser where onnx.reference computes in lower precision); then
-    torch.autograd.grad with random cotangents is compared with `vjp`, input by input, within `rtol`.
+    `twin(*tensors, **attrs)` is the op written with torch functions (omitted inputs arrive as None, a sequence input
+    as a Python list of tensors, attributes with ONNX defaults; a sequence output is returned as a list of tensors,
+    inside the list of outputs where the op has several). Its forward is first checked against onnx.reference, which
+    shows the mapping between the two (within `forward_rtol`, by default `rtol`: looser where onnx.reference computes
+    in lower precision); then torch.autograd.grad with random cotangents is compared with `vjp`, input by input,
+    within `rtol`.
     """
     import torch
 
@@ -444,7 +512,10 @@ def check_vjp_torch(op, vjp, twin, inputs, attrs=None, *, seed=0, rtol=1e-10, at
     want = run_onnx(op, inputs, attrs)
     tens = torch_leaves(inputs)
     got = _as_list(twin(*tens, **full))
-    compare_outputs(op, [g.detach().numpy() for g in got], want, rtol=rtol if forward_rtol is None else forward_rtol,
+    if len(want) == 1 and values.is_sequence(want[0]) and (not got or not values.is_sequence(got[0])):
+        got = [got]  # the one output is a sequence: the twin returned its list of tensors
+    compare_outputs(op, [[e.detach().numpy() for e in g] if values.is_sequence(g) else g.detach().numpy()
+                         for g in got], want, rtol=rtol if forward_rtol is None else forward_rtol,
                     atol=atol, what="the torch twin")
     rng = np.random.default_rng(seed)
     cot = _cotangents(want, rng)
@@ -456,7 +527,10 @@ def check_vjp_torch(op, vjp, twin, inputs, attrs=None, *, seed=0, rtol=1e-10, at
         if g is None:
             _record_none(op, i, inputs[i], none, vjp, want)
             continue
-        tg = np.zeros(np.shape(inputs[i])) if tgrads[i] is None else tgrads[i]
+        if values.is_sequence(inputs[i]):  # one vector over the elements, None (whole or an element) as zeros
+            g, tg = values.flat(g, inputs[i]), values.flat(tgrads[i], inputs[i])
+        else:
+            tg = np.zeros(np.shape(inputs[i])) if tgrads[i] is None else tgrads[i]
         err = _max_err(g, tg)
         tol = atol + rtol * max(float(np.max(np.abs(tg))) if tg.size else 0.0, 1.0)
         if not err <= tol:

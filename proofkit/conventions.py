@@ -12,8 +12,8 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from .checks import (CheckResult, _as_list, _call_vjp, _is_float, _max_err, _shown_name, torch_gradients,
-                     torch_leaves)
+from .checks import (CheckResult, _as_list, _call_vjp, _is_float, _is_float_format, _max_err, _shown_name,
+                     torch_gradients, torch_leaves)
 from .display import Measured, Table
 from .evidence import record
 from .onnxad import NoOnnxAdGradient, onnxad_gradient
@@ -76,14 +76,31 @@ def _fmt(v) -> str:
 
 
 def check_conventions(op, vjp, points: list[Special], *, twin=None, attrs=None, ort: bool = True,
-                      onnxad: bool = True, rtol_ort: float = 1e-5) -> CheckResult:
+                      onnxad: bool = True, rtol_ort: float = 1e-5, reals: bool = False,
+                      onnxad_runner: str = "onnx.reference") -> CheckResult:
     """Assert `vjp` at each special point, and compare it with PyTorch (`twin`), ONNX Runtime and onnx-ad there.
 
     vjp must equal the expected value (NaN matches NaN, infinities must match, None matches a zero gradient);
     PyTorch and onnx-ad (float64) must equal vjp within 1e-9 relative, ONNX Runtime (float32) within `rtol_ort`,
     unless the point declares a difference with its reason. Prints the table: point, input, vjp, PyTorch,
     ONNX Runtime, onnx-ad, agreement.
+
+    With `reals`, the float formats NumPy does not call floating (float8, float6, float4, bfloat16) are read as real
+    numbers, as check_vjp_fd(reals=True) reads them: an output of such a type gets the default cotangent of ones, vjp
+    may return a gradient for an input of such a type, and ONNX Runtime and onnx-ad are asked in that reading
+    (ort_gradient and onnxad_gradient with reals=True). A PyTorch twin's output of a float8 type is differentiated as
+    PyTorch does, with the cotangent in the output's dtype.
+
+    `onnxad_runner="onnxruntime"` runs onnx-ad's adjoint model with ONNX Runtime (opset relabelled 21) instead of
+    onnx.reference, as check_vjp_onnxad(runner=) does, where onnx.reference cannot run it (a Scan in reverse
+    direction); the table's caption says so, and the chapter says why the relabelling keeps the meaning.
     """
+    if onnxad_runner not in ("onnx.reference", "onnxruntime"):
+        raise ValueError(f"onnxad_runner is onnx.reference or onnxruntime, not {onnxad_runner!r}")
+
+    def real(v):
+        return _is_float(v) or (reals and _is_float_format(v))
+
     info = op_info(op)
     rows, notes, named, departs = [], [], [], []
     for p in points:
@@ -91,13 +108,26 @@ def check_conventions(op, vjp, points: list[Special], *, twin=None, attrs=None, 
         full = info.with_defaults(attrs_p)
         xs = list(p.inputs)
         outs = run_onnx(op, xs, attrs_p)
-        cot = p.cotangents if p.cotangents is not None else [np.ones(y.shape) if _is_float(y) else None
+        cot = p.cotangents if p.cotangents is not None else [np.ones(y.shape) if real(y) else None
                                                               for y in outs]
-        grads = _call_vjp(op, vjp, xs, cot, full)
+        grads = _call_vjp(op, vjp, xs, cot, full, reals=reals)
         tg = None
         if twin is not None:
             tens = torch_leaves(xs)
-            tg = torch_gradients(tens, _as_list(twin(*tens, **full)), cot)
+            t_outs = _as_list(twin(*tens, **full))
+            if reals:  # PyTorch takes a cotangent in the output's dtype (a float8 one too)
+                import torch
+                t_cot = [None if g is None or not torch.is_floating_point(o) else
+                         torch.tensor(np.asarray(g, np.float64)).to(o.dtype) for o, g in zip(t_outs, cot)]
+                leaves = [t for t in tens if t is not None and t.requires_grad]
+                pairs = [(o, g) for o, g in zip(t_outs, t_cot) if g is not None and o.requires_grad]
+                got = (torch.autograd.grad([q[0] for q in pairs], leaves, [q[1] for q in pairs], allow_unused=True)
+                       if leaves and pairs else [None] * len(leaves))
+                res = {id(t): (None if not pairs else np.zeros(tuple(t.shape)) if r is None else
+                               r.detach().double().numpy()) for t, r in zip(leaves, got)}
+                tg = [None if t is None else res.get(id(t)) for t in tens]
+            else:
+                tg = torch_gradients(tens, t_outs, cot)
         ort_note = ""
         og = None
         if ort and all(g is None for g in cot):
@@ -108,7 +138,7 @@ def check_conventions(op, vjp, points: list[Special], *, twin=None, attrs=None, 
                 raise AssertionError(f"{op}: the special point {p.at} is not exactly representable in float32, "
                                      "so ONNX Runtime would see another point")
             try:
-                og = ort_gradient(op, x32, cot, attrs_p)
+                og = ort_gradient(op, x32, cot, attrs_p, reals=reals)
             except NoGradientBuilder as e:
                 ort_note = "refused" if e.refused else "no builder"
         ad_note, ag = "", None
@@ -116,7 +146,7 @@ def check_conventions(op, vjp, points: list[Special], *, twin=None, attrs=None, 
             ad_note = "no cotangent"
         elif onnxad:
             try:
-                ag = onnxad_gradient(op, xs, cot, attrs_p)
+                ag = onnxad_gradient(op, xs, cot, attrs_p, reals=reals, runner=onnxad_runner)
             except NoOnnxAdGradient as e:
                 ad_note = "refused" if e.refused else "no rule"  # shown as such: nothing compared
         torch_ok = ort_ok = ad_ok = True
@@ -136,10 +166,13 @@ def check_conventions(op, vjp, points: list[Special], *, twin=None, attrs=None, 
             t_val = tg[i] if tg is not None else None
             o_val = og[i] if og is not None else None
             t_same = tg is None or _same(got, t_val, 1e-9)
+            # the engines' gradient of a float-format input is in its format: vjp's, rounded so, is compared
+            got_e = got if got is None or not (reals and _is_float_format(x)) else \
+                np.asarray(got, np.float64).astype(np.asarray(x).dtype).astype(np.float64)
             o_same = og is None or (o_val is None and (got is None or not np.any(np.asarray(got)))) or \
-                (o_val is not None and _same(got, o_val, rtol_ort))
+                (o_val is not None and _same(got_e, o_val, rtol_ort))
             a_val = ag[i] if ag is not None else None
-            a_same = ag is None or _same(got, a_val, 1e-9)
+            a_same = ag is None or _same(got_e, a_val, 1e-9)
             torch_ok &= t_same
             ort_ok &= o_same
             ad_ok &= a_same
@@ -191,8 +224,11 @@ def check_conventions(op, vjp, points: list[Special], *, twin=None, attrs=None, 
             notes.append(f"departure from the book's convention policy at {p.at}: {p.departs}")
     for name in named:
         record(op, name, "convention", vjp)
+    caption = f"{op}: vjp at the special points (asserted)" + (
+        "; onnx-ad's adjoint run by ONNX Runtime (opset relabelled 21)" if onnxad and onnxad_runner == "onnxruntime"
+        else "")
     table = Table(["point", "input", "vjp", "PyTorch", "ONNX Runtime", "onnx-ad", "agreement"], rows,
-                  caption=f"{op}: vjp at the special points (asserted)", css_class="proofkit-table proofkit-conventions")
+                  caption=caption, css_class="proofkit-table proofkit-conventions")
     return ConventionResult(op, table, notes, departs)
 
 

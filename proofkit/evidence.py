@@ -19,7 +19,9 @@ Kinds of record, for an input or output name:
   declares it; "onnxad-refused": onnx-ad refused the node
   or its adjoint model did not run. Only "onnxad" and "onnxad-differs" are comparisons.
 - "rule": a hand-written rule was proved equal to Jᵀḡ and vjp was tied to it at sampled points of every piece.
-- "none": vjp returned None for a float input.
+- "none": vjp returned None for a float input; its data is {"outputs": "discrete"} where every output of that call
+  had an integer, bool or string type (no float format either), so that no cotangent reached any input: such a None
+  does not count against a gradient on calls with a float output (proofkit.verdict).
 - "discrete-type": the value had an integer, bool or string type in a checked call.
 - "outputs-discrete": every output of a checked call was discrete, so no float input has a path to a gradient.
 - "float-path": a float value of this input met a float output in a checked call; calling it non-differentiable

@@ -22,9 +22,10 @@ from dataclasses import dataclass
 import numpy as np
 
 from . import evidence
-from .checks import _as_list, _gap
+from .checks import _as_list, _attr_value, _gap
 from .onnxrun import run_onnx
 from .schema import op_info
+from .values import is_sequence
 
 #: MIME type under which a finding is stored in the notebook.
 FINDING_MIME = "application/vnd.proofkit.finding+json"
@@ -60,7 +61,10 @@ def _text(v) -> str:
 
 
 def _array(x) -> str:
-    """An array as text: type, shape and first entries, e.g. float64[2, 3] = [0.0, 1.0, ...]."""
+    """An array as text: type, shape and first entries, e.g. float64[2, 3] = [0.0, 1.0, ...]; a sequence (a list of
+    arrays, proofkit.values) as seq(...) of its elements."""
+    if is_sequence(x):
+        return "seq(" + ", ".join(_array(e) for e in x) + ")"
     a = np.asarray(x)
     return f"{a.dtype}{list(a.shape)} = {_values(a)}"
 
@@ -85,7 +89,7 @@ def describe_inputs(op: str, inputs, attrs: dict | None = None) -> str:
             parts.append(f"{name} omitted")
             continue
         parts.append(f"{name}: {_array(x)}")
-    parts += [f"{k}={v!r}" for k, v in sorted((attrs or {}).items()) if v is not None]
+    parts += [f"{k}={_attr_value(v)}" for k, v in sorted((attrs or {}).items()) if v is not None]
     return "; ".join(parts)
 
 
@@ -104,11 +108,13 @@ class Finding:
     spec: float | str  # the spec's value there, rounded (its whole output as text when there is no entry)
     difference: float | str | None  # |reference - spec| there, rounded; None when the reference raised
     component: str = REFERENCE  # what departs: a member of COMPONENTS ("reference" above then means its value)
+    element: int | None = None  # for a sequence output: the element the witness entry `index` belongs to
 
     def as_json(self) -> dict:
         data = {"op": self.op, "title": self.title, "explanation": self.explanation, "inputs": self.inputs,
                 "output": self.output, "index": None if self.index is None else list(self.index),
                 "reference": self.reference, "spec": self.spec, "difference": self.difference}
+        data = data if self.element is None else {**data, "element": self.element}
         return data if self.component == REFERENCE else {**data, "component": self.component}
 
     def _comparison(self) -> str:
@@ -142,6 +148,8 @@ def comparison(finding: dict, text=_text, reference: str | None = None) -> str:
     if f["index"] is None:
         return f"{reference} {text(f['reference'])}, where the spec gives {text(f['output'])}: {text(f['spec'])}"
     at = "[" + ", ".join(map(str, f["index"])) + "]" if f["index"] else ""
+    if f.get("element") is not None:  # a sequence output: its element, then the entry in that element
+        at = f" element {f['element']}" + (f", entry {at}" if at else "")
     said = f"{reference} gives {text(f['output'] + at)} = {text(f['reference'])}, the spec {text(f['spec'])}"
     return said if f["difference"] == "unequal" else f"{said} (difference {text(f['difference'])})"
 
@@ -176,7 +184,7 @@ def check_reference_departure(op: str, inputs, attrs: dict | None = None, *, spe
     info = op_info(op)
     inputs = list(inputs)
     full = info.with_defaults(attrs)
-    want = [np.asarray(y) for y in _as_list(spec(inputs, **full))]
+    want = [list(y) if is_sequence(y) else np.asarray(y) for y in _as_list(spec(inputs, **full))]  # a sequence kept
     shown = describe_inputs(op, inputs, attrs)
     if raises is not None:
         try:
@@ -193,12 +201,42 @@ def check_reference_departure(op: str, inputs, attrs: dict | None = None, *, spe
     got = run_onnx(op, inputs, attrs, n_outputs=n_outputs if n_outputs is not None else len(want))
     if len(got) != len(want):
         raise ValueError(f"{op}: spec returned {len(want)} outputs, onnx.reference {len(got)}")
-    witness = _departure(got, want, min_difference)
+    if any(is_sequence(y) for y in [*got, *want]):
+        witness = _sequence_departure(got, want, min_difference)
+    else:
+        witness = _departure(got, want, min_difference)
+        witness = witness if isinstance(witness, str) else (*witness, None)  # a tensor output: no element
     if isinstance(witness, str):
         raise AssertionError(f"{op}: onnx.reference agrees with the spec at {shown} {witness}: the departure "
                              f"'{title}' is gone, update the chapter")
-    k, index, value, spec_value, difference = witness
-    return _recorded(Finding(op, title, explanation, shown, info.output_name(k), index, value, spec_value, difference))
+    k, index, value, spec_value, difference, element = witness
+    return _recorded(Finding(op, title, explanation, shown, info.output_name(k), index, value, spec_value, difference,
+                             element=element))
+
+
+def _sequence_departure(got, want, min_difference: float | None):
+    """_departure for outputs among which some are sequences (lists of arrays, proofkit.values), as the witness
+    (k, index, got value, spec value, difference, element): an output whose structure differs (a sequence against a
+    tensor, another length, an element of another shape) is shown whole, both sides as text (index and element None);
+    otherwise the entries are compared leaf by leaf and the witness names the element of a sequence output (None for a
+    tensor output) and the entry within it."""
+    leaves, where = [], []  # (got leaf, spec leaf), (output position, element or None)
+    for k, (r, w) in enumerate(zip(got, want)):
+        if is_sequence(r) or is_sequence(w):
+            if not (is_sequence(r) and is_sequence(w)) or len(r) != len(w) or any(
+                    np.shape(a) != np.shape(b) for a, b in zip(r, w)):
+                return k, None, _escaped(f"returns {_array(r)}"), _escaped(_array(w)), "shapes differ", None
+            leaves += list(zip(r, w))
+            where += [(k, j) for j in range(len(r))]
+        else:
+            leaves.append((r, w))
+            where.append((k, None))
+    witness = _departure([a for a, _ in leaves], [b for _, b in leaves], min_difference)
+    if isinstance(witness, str):
+        return witness
+    leaf, index, value, spec_value, difference = witness
+    k, element = where[leaf]
+    return k, index, value, spec_value, difference, element
 
 
 def _escaped(text: str) -> str:

@@ -19,10 +19,11 @@ from __future__ import annotations
 import numpy as np
 
 from .checks import (DIFFERS_DECLARED, NOTHING_COMPARED, REFUSED_ONNXAD, CheckResult, _Worst, _attr_text, _call_vjp,
-                     _is_float, _shapes_text, _shown_name, compare_with_engine)
+                     _is_float, _is_float_format, _shapes_text, _shown_name, compare_with_engine)
 from .evidence import record
 from .onnxrun import run_onnx, stand_in_ops
 from .schema import op_info
+from . import values
 
 #: How onnx-ad reached the operator (the `how` of onnxad_gradient), in the words the tables use.
 HOW = {"rule": "its rule for the operator", "recurrent": "its expansion into a Scan over the operator's equations",
@@ -43,7 +44,9 @@ class NoOnnxAdGradient(Exception):
 
 
 def _is_floatlike(y) -> bool:
-    return _is_float(y) or np.asarray(y).dtype.name.startswith(("float8", "float4", "bfloat16"))
+    """A float value: NumPy's float types and the float formats it does not call floating (float8, float6, float4,
+    bfloat16; proofkit.checks._is_float_format, float6 included: ONNX has FLOAT6E2M3 and FLOAT6E3M2)."""
+    return _is_float(y) or _is_float_format(y)
 
 
 def onnxad_version() -> str:
@@ -51,29 +54,52 @@ def onnxad_version() -> str:
     return onnx_ad.__version__
 
 
-def _model(op, inputs, outs, attrs, constants=()):
+def _model(op, inputs, outs, attrs, constants=(), reals: bool = False, optional: frozenset = frozenset()):
     """The one-node model onnx-ad differentiates: float inputs as graph inputs, the others, and the float inputs at
-    the positions in `constants`, as initializers."""
+    the positions in `constants`, as initializers. With `reals`, an input of a float format NumPy does not call
+    floating (float8, float6, float4, bfloat16) is a float64 graph input cast to its format in the model, and an
+    output of such a type is cast to float64 (the model's output), as a graph that reads such a tensor as numbers
+    does; onnx-ad then differentiates the node between the two casts. An input at a position in `optional` is
+    declared with an optional type (OptionalGetElement's input), and an output whose schema type is optional
+    (Optional's) is declared so."""
     import onnx.defs
-    from onnx import helper, numpy_helper
+
+    from .ortgrad import optional_outputs
+    from onnx import TensorProto, helper, numpy_helper
 
     inputs = list(inputs)
     while inputs and inputs[-1] is None:
         inputs.pop()
     names = [f"x{i}" if x is not None else "" for i, x in enumerate(inputs)]
     graph_inputs, initializers = [], []
+    node_inputs, casts, out_casts = list(names), [], []  # with reals: the casts around the node
     for i, (n, x) in enumerate(zip(names, inputs)):
         if x is None:
             continue
+        if values.is_sequence(x) or i in optional:  # a graph input of its sequence or optional type (proofkit.values)
+            graph_inputs.append(values.value_info(n, x, optional=i in optional))
+            continue
         x = np.asarray(x)
-        if _is_float(x) and i not in constants:
+        if reals and _is_float_format(x) and i not in constants:  # a float64 input, cast to the format
+            graph_inputs.append(helper.make_tensor_value_info(n, TensorProto.DOUBLE, x.shape))
+            casts.append(helper.make_node("Cast", [n], [f"{n}_r"], to=helper.np_dtype_to_tensor_dtype(x.dtype)))
+            node_inputs[i] = f"{n}_r"
+        elif _is_float(x) and i not in constants:
             graph_inputs.append(helper.make_tensor_value_info(n, helper.np_dtype_to_tensor_dtype(x.dtype), x.shape))
         else:
             initializers.append(numpy_helper.from_array(x, n))
-    out_info = [helper.make_tensor_value_info(f"y{k}", helper.np_dtype_to_tensor_dtype(y.dtype), y.shape)
+    wrapped = optional_outputs(op)
+    out_info = [values.value_info(f"y{k}", y, optional=k in wrapped) if values.is_sequence(y) or k in wrapped else
+                helper.make_tensor_value_info(f"y{k}", helper.np_dtype_to_tensor_dtype(y.dtype), y.shape)
                 for k, y in enumerate(outs)]
-    node = helper.make_node(op, names, [f"y{k}" for k in range(len(outs))], **(attrs or {}))
-    graph = helper.make_graph([node], op, graph_inputs, out_info, initializer=initializers)
+    node_outputs = [f"y{k}" for k in range(len(outs))]
+    for k, y in enumerate(outs):
+        if reals and not values.is_sequence(y) and _is_float_format(y):  # the format's values, as float64
+            node_outputs[k] = f"y{k}_r"
+            out_casts.append(helper.make_node("Cast", [f"y{k}_r"], [f"y{k}"], to=TensorProto.DOUBLE))
+            out_info[k] = helper.make_tensor_value_info(f"y{k}", TensorProto.DOUBLE, y.shape)
+    node = helper.make_node(op, node_inputs, node_outputs, **(attrs or {}))
+    graph = helper.make_graph(casts + [node] + out_casts, op, graph_inputs, out_info, initializer=initializers)
     return helper.make_model(graph, opset_imports=[helper.make_opsetid("", onnx.defs.onnx_opset_version())]), names
 
 
@@ -101,8 +127,21 @@ def how_reached(model, op) -> str:
     return "rule"
 
 
+def _interface_only(op: str, err: Exception, node_values) -> bool:
+    """Whether onnx-ad's refusal of a one-node model is only its interface check (a graph input or output it
+    differentiates must be a float tensor: `select` in onnx_ad/_build.py, "... is not of a floating-point type")
+    meeting a sequence value of the node, for an operator onnx-ad has no reverse rule for (onnx_ad.rules.REVERSE, the
+    registry its reverse pass consults): then the fact about onnx-ad is the missing rule, which a model with tensors
+    at its ends and the sequence inside shows executed (onnx-ad stops at the first sequence operator it meets)."""
+    from onnx_ad.rules import REVERSE
+
+    return (isinstance(err, ValueError) and "is not of a floating-point type" in str(err)
+            and any(values.is_sequence(v) and v is not None for v in node_values) and op not in REVERSE)
+
+
 def onnxad_gradient(op, inputs, cotangents, attrs=None, *, with_how: bool = False, wrt: list[int] | None = None,
-                    forward=None, constants: list[int] | None = None, runner: str = "onnx.reference"):
+                    forward=None, constants: list[int] | None = None, runner: str = "onnx.reference",
+                    reals: bool = False, optional_inputs=()):
     """onnx-ad's adjoint of Σ_k ⟨output_k, cotangent_k⟩ for every input: an array (float64 when the input is), or None
     for an input that is not float or is omitted. With `with_how`, also returns how onnx-ad reached the operator
     (a key of HOW). `wrt` lists the positions of the inputs to differentiate (default: every float input); the
@@ -111,6 +150,10 @@ def onnxad_gradient(op, inputs, cotangents, attrs=None, *, with_how: bool = Fals
     `constants` lists the positions of float inputs that the model holds as initializers, as an exported model holds
     Resize's roi: onnx-ad then treats them as constants (they get None). `runner="onnxruntime"` runs the adjoint model
     with ONNX Runtime (see _run_with_onnxruntime) where onnx.reference cannot run it (a Scan in reverse direction).
+    With `reals`, the float formats NumPy does not call floating (float8, float6, float4, bfloat16) are read as real
+    numbers: such an input is a float64 graph input cast to its format in the model, and onnx-ad is asked for it;
+    such an output is cast to float64 and seeded there (see _model). `optional_inputs` names the inputs declared
+    with an optional type (proofkit.ortgrad.optional_positions).
 
     Raises NoOnnxAdGradient when onnx-ad has no rule for the operator (refused=False), refuses this node, or its
     adjoint model does not run under onnx.reference (refused=True)."""
@@ -120,12 +163,19 @@ def onnxad_gradient(op, inputs, cotangents, attrs=None, *, with_how: bool = Fals
     inputs = list(inputs)
     outs = _outputs(op, inputs, attrs, forward)
     constants = tuple(constants or ())
-    model, names = _model(op, inputs, outs, attrs, constants)
+    from .ortgrad import optional_positions
+
+    model, names = _model(op, inputs, outs, attrs, constants, reals,
+                          frozenset(optional_positions(op, inputs, optional_inputs)))
+
+    def real(x):
+        return _is_float(x) or (reals and _is_float_format(x))
+
     # a cotangent on an output of a float type NumPy does not call floating (float8, float4, bfloat16 through
     # ml_dtypes) is passed on too: onnx-ad then says itself whether it takes that type
     seeded = [k for k, (y, g) in enumerate(zip(outs, cotangents)) if g is not None and _is_floatlike(y)]
     wanted = [n for i, (n, x) in enumerate(zip(names, inputs))
-              if x is not None and _is_float(x) and i not in constants and (wrt is None or i in wrt)]
+              if x is not None and real(x) and i not in constants and (wrt is None or i in wrt)]
     if not seeded or not wanted:
         grads = [None] * len(inputs)
         return (grads, "rule") if with_how else grads
@@ -140,12 +190,24 @@ def onnxad_gradient(op, inputs, cotangents, attrs=None, *, with_how: bool = Fals
                                                                   f"refused the node: {text}"),
                                refused=not no_rule) from None
     except Exception as e:  # noqa: BLE001 - onnx-ad's own failure on this node, quoted
-        raise NoOnnxAdGradient(f"onnx-ad {onnxad_version()} failed to build the adjoint model: "
-                               f"{type(e).__name__}: {' '.join(str(e).split())[:300]}") from None
-    feeds = {n: np.asarray(x) for i, (n, x) in enumerate(zip(names, inputs))
-             if x is not None and _is_float(x) and i not in constants}
+        said = f"{type(e).__name__}: {' '.join(str(e).split())[:300]}"
+        if _interface_only(op, e, [*inputs, *outs]):  # what onnx-ad lacks is the rule, not a float interface
+            raise NoOnnxAdGradient(f"onnx-ad {onnxad_version()} has no reverse rule for {op} (onnx_ad.rules.REVERSE "
+                                   f"holds none; on this node its interface check answers first: {said})",
+                                   refused=False) from None
+        raise NoOnnxAdGradient(f"onnx-ad {onnxad_version()} failed to build the adjoint model: {said}") from None
+    feeds = {n: values.as_value(x) for i, (n, x) in enumerate(zip(names, inputs))
+             if x is not None and (real(x) or values.is_sequence(x)) and i not in constants}
+    if reals:  # the float formats are fed as float64 (cast to their format in the model)
+        feeds = {n: (np.asarray(v).astype(np.float64) if _is_float_format(v) and not values.is_sequence(v) else v)
+                 for n, v in feeds.items()}
     for k in seeded:  # one seed direction: a trailing axis of length 1 (onnx-ad's "onnx" layout)
-        feeds[f"adj_y{k}"] = np.asarray(cotangents[k], outs[k].dtype)[..., None]
+        if values.is_sequence(outs[k]):  # a sequence output: a list of seeds, None entries as zeros
+            feeds[f"adj_y{k}"] = [np.zeros(np.shape(e) + (1,), e.dtype) if g is None
+                                  else np.asarray(g, e.dtype)[..., None] for g, e in zip(cotangents[k], outs[k])]
+            continue
+        seed_type = np.float64 if reals and _is_float_format(outs[k]) else outs[k].dtype  # the Cast's float64
+        feeds[f"adj_y{k}"] = np.asarray(cotangents[k], seed_type)[..., None]
     wanted_out = [f"adj_{n}" for n in wanted]
     try:
         with np.errstate(all="ignore"):
@@ -158,7 +220,10 @@ def onnxad_gradient(op, inputs, cotangents, attrs=None, *, with_how: bool = Fals
                                f"{'ONNX Runtime' if runner == 'onnxruntime' else 'onnx.reference'} could not run: "
                                f"{type(e).__name__}: {' '.join(str(e).split())[:300]}") from None
     result = dict(zip(wanted, got))
-    grads = [None if n not in result else np.asarray(result[n])[..., 0] for n in names]
+    grads = [None if n not in result else [np.asarray(e)[..., 0] for e in result[n]] if isinstance(result[n], list)
+             else np.asarray(result[n])[..., 0] for n in names]
+    if reals:  # an adjoint in a float format, as a real number
+        grads = [g if g is None or not _is_float_format(g) else g.astype(np.float64) for g in grads]
     grads += [None] * (len(inputs) - len(grads))
     return (grads, how) if with_how else grads
 
@@ -191,9 +256,12 @@ def _run_with_onnxruntime(adjoint, wanted_out, feeds):
 def check_vjp_onnxad(op, vjp, inputs, attrs=None, *, seed=0, rtol=1e-9, atol=1e-12,
                      disagree: dict[str, str] | None = None, outputs: list[str] | None = None,
                      inputs_wrt: list[str] | None = None, forward=None,
-                     constants: list[str] | None = None, runner: str = "onnx.reference") -> CheckResult:
+                     constants: list[str] | None = None, runner: str = "onnx.reference",
+                     reals: bool = False, optional_inputs=()) -> CheckResult:
     """Method 3 of ONNX's guide, executed: `vjp` against onnx-ad's adjoint model of the same node, run by
-    onnx.reference in float64 with the same random cotangents as the ONNX Runtime check (same `seed`).
+    onnx.reference in float64 with the same random cotangents as the ONNX Runtime check (same `seed`). Sequence
+    inputs and outputs (lists of arrays, proofkit.values) are declared with their sequence types; onnx-ad 0.3.0
+    refuses them, which is recorded as a refusal, never as a comparison.
 
     Each float input must agree within atol + rtol·max(max|gradient|, 1), unless it is named in `disagree` with the
     reason: then it must differ (the witness of a finding about onnx-ad, printed). Where onnx-ad has no rule for the
@@ -208,20 +276,36 @@ def check_vjp_onnxad(op, vjp, inputs, attrs=None, *, seed=0, rtol=1e-9, atol=1e-
     and the notes say so. `runner="onnxruntime"` runs onnx-ad's adjoint model with ONNX Runtime instead of
     onnx.reference, where onnx.reference cannot run it (a Scan in reverse direction: RNN, LinearAttention); the notes
     say so, and the chapter says why the model's opset, relabelled 21 for ONNX Runtime 1.19, keeps its meaning.
+
+    With `reals`, the float formats NumPy does not call floating (float8, float6, float4, bfloat16) are read as real
+    numbers, as check_vjp_fd(reals=True) reads them: an output of such a type gets a cotangent, drawn after the others
+    and rounded to the output's format, the cotangents of check_vjp_ort(reals=True) with the same seed, and is cast
+    to float64 in onnx-ad's model; an input of such a type is fed as float64, cast to its format in the model, and
+    compared too (onnxad_gradient), with vjp's gradient rounded to the input's format, the type onnx-ad's adjoint
+    comes back in through the cast.
+
+    `optional_inputs` names the inputs the model declares with an optional type (OptionalGetElement's input), as
+    check_vjp_ort(optional_inputs=) does; an output of optional type (Optional's) is declared so.
     """
     if runner not in ("onnx.reference", "onnxruntime"):
         raise ValueError(f"runner is onnx.reference or onnxruntime, not {runner!r}")
     info = op_info(op)
     disagree = dict(disagree or {})
     full = info.with_defaults(attrs)
-    x = [None if v is None else np.asarray(v) for v in inputs]
+    x = [None if v is None else values.as_value(v) for v in inputs]  # a sequence stays a list (proofkit.values)
     outs = _outputs(op, x, attrs, forward)
-    if not any(_is_float(y) for y in outs):
+
+    def real(v):
+        return _is_float(v) or (reals and _is_float_format(v))
+
+    if not any(real(y) for y in outs):
         raise AssertionError(f"{op}: no output is float here, so there is no cotangent and nothing for onnx-ad to "
                              "differentiate; this check is for operators with a float output")
     rng = np.random.default_rng(seed)  # the cotangents of check_vjp_ort with the same seed, in float64
-    cot = [np.asarray(rng.standard_normal(y.shape), np.float32).astype(np.float64) if _is_float(y) else None
-           for y in outs]
+    cot = [values.draw_like(y, rng, np.float32) for y in outs]  # per element of a sequence output, as before
+    if reals:  # the float formats draw after the others, rounded to the output's format
+        cot = [np.asarray(rng.standard_normal(y.shape)).astype(y.dtype).astype(np.float64) if _is_float_format(y)
+               else c for y, c in zip(outs, cot)]
     seeded_note = ""
     if outputs is not None:
         unknown = set(outputs) - {info.output_name(k) for k in range(len(outs))}
@@ -234,18 +318,18 @@ def check_vjp_onnxad(op, vjp, inputs, attrs=None, *, seed=0, rtol=1e-9, atol=1e-
     wrt = None
     fixed = []
     if constants is not None:
-        fixed = [i for i, v in enumerate(x) if _is_float(v) and info.input_name(i) in constants]
+        fixed = [i for i, v in enumerate(x) if real(v) and info.input_name(i) in constants]
         unknown = set(constants) - {info.input_name(i) for i in fixed}
         if unknown:
             raise AssertionError(f"{op}: {sorted(unknown)} are not float inputs of this call")
         seeded_note = "; ".join(([seeded_note] if seeded_note else [])
                                 + [f"{', '.join(_shown_name(info, i) for i in fixed)} held constant (an initializer)"])
     if inputs_wrt is not None:
-        wrt = [i for i, v in enumerate(x) if _is_float(v) and info.input_name(i) in inputs_wrt]
+        wrt = [i for i, v in enumerate(x) if real(v) and info.input_name(i) in inputs_wrt]
         unknown = set(inputs_wrt) - {info.input_name(i) for i in wrt}
         if unknown:
             raise AssertionError(f"{op}: {sorted(unknown)} are not float inputs of this call")
-        skipped = [_shown_name(info, i) for i, v in enumerate(x) if _is_float(v) and i not in wrt and i not in fixed]
+        skipped = [_shown_name(info, i) for i, v in enumerate(x) if real(v) and i not in wrt and i not in fixed]
         seeded_note = "; ".join(([seeded_note] if seeded_note else [])
                                 + [f"asked for {', '.join(inputs_wrt)} only (not {', '.join(skipped)})"])
     if forward is not None:
@@ -254,15 +338,18 @@ def check_vjp_onnxad(op, vjp, inputs, attrs=None, *, seed=0, rtol=1e-9, atol=1e-
     if runner == "onnxruntime":
         seeded_note = "; ".join(([seeded_note] if seeded_note else [])
                                 + ["adjoint model run by ONNX Runtime (opset relabelled 21), not onnx.reference"])
+    formats = sorted({str(v.dtype) for v in [*x, *outs] if v is not None and reals and _is_float_format(v)})
     where = (f"inputs {_shapes_text(x)}, attributes {_attr_text(attrs)}, float64 under "
-             f"{'ONNX Runtime (opset relabelled 21)' if runner == 'onnxruntime' else 'onnx.reference'}")
+             f"{'ONNX Runtime (opset relabelled 21)' if runner == 'onnxruntime' else 'onnx.reference'}"
+             + (f"; {', '.join(formats)} read as reals" if formats else "")
+             + (f"; {', '.join(sorted(optional_inputs))} declared optional" if optional_inputs else ""))
     fields = dict(inputs=_shapes_text(x), attrs=_attr_text(attrs))
     try:
         theirs, how = onnxad_gradient(op, x, ad_cot, attrs, with_how=True, wrt=wrt, forward=forward, constants=fixed,
-                                      runner=runner)
+                                      runner=runner, reals=reals, optional_inputs=optional_inputs)
     except NoOnnxAdGradient as e:
         for i, v in enumerate(x):
-            if _is_float(v) and i not in fixed and (wrt is None or i in wrt):
+            if real(v) and i not in fixed and (wrt is None or i in wrt):
                 record(op, info.input_name(i), "onnxad-refused" if e.refused else "onnxad-none", vjp, detail=str(e),
                        data={"case": where})
         if disagree:
@@ -270,13 +357,18 @@ def check_vjp_onnxad(op, vjp, inputs, attrs=None, *, seed=0, rtol=1e-9, atol=1e-
         return CheckResult("onnx-ad", op, [], summary=f"onnx-ad check of {op}: {e} ({where})",
                            notes="; ".join([str(e)] + ([seeded_note] if seeded_note else [])),
                            outcome=REFUSED_ONNXAD if e.refused else NOTHING_COMPARED, **fields)
-    ours = _call_vjp(op, vjp, x, cot, full)
+    ours = _call_vjp(op, vjp, x, cot, full, reals=reals)
     checked, witnesses, worst = [], [], _Worst()
     for i, (g, t) in enumerate(zip(ours, theirs)):
         name, shown = info.input_name(i), _shown_name(info, i)
-        if x[i] is None or not _is_float(x[i]) or t is None:
+        if x[i] is None or not real(x[i]) or t is None:
             continue
-        mine = np.zeros(np.shape(x[i])) if g is None else np.asarray(g, np.float64)
+        if values.is_sequence(x[i]):  # one vector over the elements, None as zeros
+            mine, t = values.flat(g, x[i]), values.flat(t, x[i])
+        else:
+            mine = np.zeros(np.shape(x[i])) if g is None else np.asarray(g, np.float64)
+            if reals and _is_float_format(x[i]):  # the engine's gradient of such an input is in its format
+                mine = mine.astype(np.asarray(x[i]).dtype).astype(np.float64)
         c = compare_with_engine(op, "onnx-ad", shown, mine, t, rtol=rtol, atol=atol, declared=disagree.get(name))
         if not c.agree:
             witnesses.append(f"{shown}: onnx-ad differs ({c.why}); {disagree[name]}")

@@ -12,6 +12,7 @@ from onnx import numpy_helper
 from onnx.reference.op_run import RuntimeContextError, RuntimeTypeError
 
 from .schema import op_info
+from .values import as_value, element_dtype, is_sequence
 
 
 def _frozen(value):
@@ -97,13 +98,19 @@ def _body_evaluator(op: str, dtypes: tuple, n_outputs: int, attrs: tuple) -> Ref
 _STAND_INS: dict = {}
 
 
-def stand_in(op: str, fn, source: str) -> None:
+def stand_in(op: str, fn, source: str, *, departure=None) -> None:
     """Give the kit, in this process, `fn(inputs, **attrs)` (a list of outputs) for an operator that onnx.reference
     does not implement (GlobalLpPool in onnx 1.23.2), so that every check that runs the node runs it (the onnx-ad
     check's evaluator too, through stand_in_ops); the forward check's table names `source` where it would name
-    onnx.reference. Refused for an operator onnx.reference implements: the
-    stand-in must be the spec's own definition in terms of operators it does implement, said in `source`."""
+    onnx.reference. The stand-in must be the spec's own definition in terms of operators onnx.reference does
+    implement, said in `source`.
+
+    For an operator onnx.reference implements, a stand-in would replace ONNX's own reference: it is refused, unless
+    `departure` is the Finding (proofkit.findings.check_reference_departure) that this process recorded for `op`,
+    showing that onnx.reference departs from the spec (Optional wraps its value in a list). The stand-in then
+    replaces onnx.reference for every check, as witness_kink's `forward=` does after a recorded departure."""
     from onnx.reference.op_run import RuntimeImplementationError
+    from .evidence import recorded
     info = op_info(op)
     names = [f"x{i}" for i in range(info.min_input)]
     try:
@@ -111,27 +118,54 @@ def stand_in(op: str, fn, source: str) -> None:
     except RuntimeImplementationError:
         _STAND_INS[op] = (fn, source)
         return
-    raise ValueError(f"onnx.reference implements {op}; a stand-in would replace ONNX's own reference")
+    if departure is None:
+        raise ValueError(f"onnx.reference implements {op}; a stand-in would replace ONNX's own reference (give the "
+                         "departure of onnx.reference that the chapter recorded first: departure=)")
+    if getattr(departure, "op", None) != op or getattr(departure, "component", None) != "onnx.reference":
+        raise ValueError(f"onnx.reference implements {op}; departure= must be a Finding of onnx.reference for {op}, "
+                         f"not {departure!r}")
+    if not any(r.kind == "reference-departure" and r.data == departure.as_json() for r in recorded(op)):
+        raise ValueError(f"onnx.reference implements {op}; its departure '{departure.title}' is not recorded in this "
+                         "process (check_reference_departure first)")
+    _STAND_INS[op] = (fn, source)
 
 
 def stand_in_ops() -> list:
     """The stand-ins as onnx.reference operators, for an evaluator of a model that contains such a node (onnx-ad's
-    adjoint model keeps the forward node): `ReferenceEvaluator(model, new_ops=stand_in_ops())`."""
+    adjoint model keeps the forward node): `ReferenceEvaluator(model, new_ops=stand_in_ops())`. Outputs are held as
+    the kit holds values (proofkit.values.as_value): a sequence stays a list of arrays, and an empty optional stays
+    None, which onnx.reference's evaluator refuses as a result (rather than an object array that reads as present)."""
     from onnx.reference.op_run import OpRun
 
     def make(fn):
         def _run(self, *inputs, **attrs):
-            return tuple(np.asarray(y) for y in fn(list(inputs), **{k: v for k, v in attrs.items() if v is not None}))
+            return tuple(as_value(y) for y in fn(list(inputs), **{k: v for k, v in attrs.items() if v is not None}))
         return _run
 
     return [type(op, (OpRun,), {"op_domain": "", "_run": make(fn)}) for op, (fn, _) in _STAND_INS.items()]
 
 
+def graph_outputs(op: str, attrs: dict | None) -> int | None:
+    """How many outputs a node that holds a graph has, read from its graph: If's then_branch's outputs, Loop's body's
+    less its condition, Scan's and SequenceMap's body's; None for any other node (or no graph given)."""
+    attrs = attrs or {}
+    graph = attrs.get("then_branch") if op == "If" else attrs.get("body") if op in ("Loop", "Scan", "SequenceMap") \
+        else None
+    if not isinstance(graph, onnx.GraphProto):
+        return None
+    return len(graph.output) - (1 if op == "Loop" else 0)
+
+
 def run_onnx(op: str, inputs, attrs: dict | None = None, n_outputs: int | None = None) -> list[np.ndarray]:
     """Outputs of `op` on NumPy `inputs` (schema order, None for an omitted optional input).
 
+    A sequence input is a Python list of arrays and a sequence output comes back as one (proofkit.values); an
+    optional input is its value, or None, which leaves it unnamed (onnx.reference reads an omitted input and an
+    empty optional alike: OptionalHasElement gives false for both).
+
     Attributes are given by their ONNX names; absent ones take ONNX's defaults inside onnx.reference.
-    Dtypes are kept as given. Returns one array per output, in schema order.
+    Dtypes are kept as given. Returns one array per output, in schema order; a node with a variadic output that
+    holds a graph (If, Loop, Scan, SequenceMap) returns as many as its graph gives (`graph_outputs`).
     """
     info = op_info(op)
     inputs = list(inputs)
@@ -142,15 +176,18 @@ def run_onnx(op: str, inputs, attrs: dict | None = None, n_outputs: int | None =
     info.with_defaults(attrs)  # rejects unknown attribute names
     explicit = n_outputs is not None
     if n_outputs is None:
-        n_outputs = len(info.outputs) if not (info.outputs and info.outputs[-1].variadic) else 1
+        n_outputs = len(info.outputs) if not (info.outputs and info.outputs[-1].variadic) else \
+            graph_outputs(op, attrs) or 1
     if op in _STAND_INS:
         fn, source = _STAND_INS[op]
-        outs = Outputs(np.asarray(y) for y in fn(inputs, **attrs))
+        outs = Outputs(as_value(y) for y in fn(inputs, **attrs))
         outs.source = source
         return outs
     present = tuple(x is not None for x in inputs)
-    feeds = {f"x{i}": np.asarray(x) for i, x in enumerate(inputs) if x is not None}
-    dtypes = tuple(None if x is None else np.asarray(x).dtype.str for x in inputs)
+    # a sequence is fed as a Python list of arrays, as onnx.reference takes it (proofkit.values)
+    feeds = {f"x{i}": as_value(x) for i, x in enumerate(inputs) if x is not None}
+    dtypes = tuple(None if x is None else f"seq({element_dtype(x)})" if is_sequence(x) else np.asarray(x).dtype.str
+                   for x in inputs)
     key = tuple(sorted((k, _frozen(v)) for k, v in attrs.items()))
     while True:
         try:
@@ -162,13 +199,13 @@ def run_onnx(op: str, inputs, attrs: dict | None = None, n_outputs: int | None =
             sess = _typed_evaluator(op, dtypes, n_outputs, key)
         try:
             with np.errstate(all="ignore"):  # NaN and inf outside an op's domain are ONNX semantics, not accidents
-                return Outputs(np.asarray(y) for y in sess.run(None, feeds))
+                return Outputs(as_value(y) for y in sess.run(None, feeds))
         except RuntimeTypeError:
             if not onnx.defs.get_schema(op).has_function:
                 raise
             body = _body_evaluator(op, dtypes, n_outputs, key)
             with np.errstate(all="ignore"):
-                outs = Outputs(np.asarray(y) for y in body.run(None, feeds))
+                outs = Outputs(as_value(y) for y in body.run(None, feeds))
             outs.source = BODY_SOURCE
             return outs
         except Exception as e:  # noqa: BLE001

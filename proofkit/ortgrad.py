@@ -16,10 +16,11 @@ import re
 import numpy as np
 
 from .checks import (DIFFERS_DECLARED, NOTHING_COMPARED, REFUSED, CheckResult, _Worst, _as_list, _attr_text,
-                     _call_vjp, _is_float, _shapes_text, _shown_name, compare_with_engine)
+                     _call_vjp, _is_float, _is_float_format, _shapes_text, _shown_name, compare_with_engine)
 from .evidence import record
 from .onnxrun import run_onnx
 from .schema import op_info
+from . import values
 
 #: The opset and IR version the gradient models are built at (the newest ONNX Runtime 1.19 reads).
 OPSET, IR_VERSION = 21, 10
@@ -70,9 +71,56 @@ def _feeds(inputs, keep_types: bool = False):
     while inputs and inputs[-1] is None:
         inputs.pop()
     names = [f"x{i}" if x is not None else "" for i, x in enumerate(inputs)]
-    feeds = {n: (np.asarray(x, np.float32) if _is_float(x) and not keep_types else np.asarray(x))
-             for n, x in zip(names, inputs) if x is not None}
+    feeds = {n: (values.cast(x, np.float32) if values.is_sequence(x) and not keep_types else values.as_value(x)
+                 if values.is_sequence(x) else
+                 np.asarray(x, np.float32) if _is_float(x) and not keep_types else np.asarray(x))
+             for n, x in zip(names, inputs) if x is not None}  # a sequence is fed as a list (proofkit.values)
     return inputs, names, feeds
+
+
+def optional_positions(op, inputs, optional_inputs) -> set[int]:
+    """The positions of the inputs named in `optional_inputs` (formal names), which the model declares with an
+    optional type (`optional(tensor(T))`, `optional(seq(tensor(T)))`): OptionalGetElement and OptionalHasElement
+    take such a value. A name that is not a given input of this call is refused."""
+    wanted = set(optional_inputs or ())
+    if not wanted:
+        return set()
+    info = op_info(op)
+    found = {i for i, x in enumerate(inputs) if x is not None and info.input_name(i) in wanted}
+    unknown = wanted - {info.input_name(i) for i in found}
+    if unknown:
+        raise ValueError(f"{op}: optional_inputs {sorted(unknown)} are not given inputs of this call")
+    if any(not any(t.startswith("optional(") for t in info.inputs[min(i, len(info.inputs) - 1)].types)
+           for i in found):
+        raise ValueError(f"{op}: optional_inputs names an input whose schema takes no optional type")
+    return found
+
+
+def input_infos(op, feeds: dict, optional: set[int] = frozenset(), elem_types: dict | None = None) -> list:
+    """The graph inputs of a one-node model, one per feed x{i}: a tensor with its type and shape, as always; a
+    sequence as `seq(tensor(T))`, an input at a position in `optional` wrapped in `optional(...)`. An empty sequence
+    shows no T: it takes `elem_types[i]` (a NumPy dtype or an ONNX type name) when given, else the one element type
+    the schema allows there (proofkit.values.fixed_element_type), else none (ONNX Runtime then refuses the model)."""
+    from onnx import helper
+
+    info = op_info(op)
+    out = []
+    for n, v in feeds.items():
+        i = int(n[1:])
+        elem = (elem_types or {}).get(i)
+        if elem is None and values.is_sequence(v) and not v:
+            elem = values.fixed_element_type(info.inputs[min(i, len(info.inputs) - 1)].types)
+        if values.is_sequence(v) or i in optional or elem is not None:
+            out.append(values.value_info(n, v, optional=i in optional, elem_type=elem))
+        else:
+            out.append(helper.make_tensor_value_info(n, helper.np_dtype_to_tensor_dtype(v.dtype), v.shape))
+    return out
+
+
+def optional_outputs(op) -> set[int]:
+    """The positions of the outputs whose schema type is optional only (Optional's output): ONNX Runtime's Mul or
+    SequenceAt cannot take such a value, so the loss reads it through OptionalGetElement first."""
+    return {k for k, f in enumerate(op_info(op).outputs) if f.types and all(t.startswith("optional(") for t in f.types)}
 
 
 def ort_version() -> str:
@@ -80,11 +128,22 @@ def ort_version() -> str:
     return onnxruntime.__version__
 
 
-def ort_gradient(op, inputs, cotangents, attrs=None) -> list:
+def ort_gradient(op, inputs, cotangents, attrs=None, reals: bool = False, *, optional_inputs=(),
+                 elem_types: dict | None = None) -> list:
     """ONNX Runtime's gradient of Σ sum(output·cotangent) for every input: an array (float32 computation, returned as
     float64), or None where ONNX Runtime's graph has no gradient for that input (or the input is not float).
 
-    Float inputs are fed as float32; integer and bool inputs as they are; omitted optional inputs stay omitted.
+    Float inputs are fed as float32; integer and bool inputs as they are; omitted optional inputs stay omitted. A
+    sequence input (a list of arrays, proofkit.values) is declared `seq(tensor(T))` and fed as a list; a sequence
+    output enters the loss element by element, read with SequenceAt, so a missing builder or an unreachable input is
+    ONNX Runtime's answer for the sequence graph (never a comparison).
+    With `reals`, the float formats NumPy does not call floating (float8, float6, float4, bfloat16) are read as real
+    numbers (proofkit.checks.check_vjp_fd): an output of such a type is cast to float32 before its product with the
+    cotangent, and an input of such a type is fed as float32 (its values are exact there) and cast to its format in
+    the graph, its gradient being the one ONNX Runtime gives that float32 input through the Cast.
+    `optional_inputs` names inputs declared with an optional type, `elem_types` ({position: type}) the element type
+    of an empty sequence input (input_infos); an output whose schema type is optional (Optional's) enters the loss
+    through OptionalGetElement.
     Raises NoGradientBuilder when ONNX Runtime has no gradient builder for the operator, or fails to build the graph.
     """
     import onnx
@@ -93,19 +152,49 @@ def ort_gradient(op, inputs, cotangents, attrs=None) -> list:
     from onnxruntime.capi._pybind_state import GradientGraphBuilder
 
     ort.set_default_logger_severity(3)
+    optional = optional_positions(op, inputs, optional_inputs)
     inputs, names, feeds = _feeds(inputs)
-    outs = run_onnx(op, inputs, attrs)
+    if any(isinstance(v, onnx.GraphProto) for v in (attrs or {}).values()):
+        # a node holding a graph: its outputs' types as ONNX Runtime sees them, the inputs and the graph in float32
+        outs = run_onnx(op, [feeds.get(n) if n else None for n in names], float32_graphs(attrs))
+    else:
+        outs = run_onnx(op, inputs, attrs)
     out_names = [f"y{k}" for k in range(len(outs))]
-    nodes = [helper.make_node(op, names, out_names, **(attrs or {}))]
-    value_info = [helper.make_tensor_value_info(n, helper.np_dtype_to_tensor_dtype(v.dtype), v.shape)
-                  for n, v in feeds.items()]
-    terms = []
+    node_names, casts = list(names), []
+    if reals:  # a float-format input: fed as float32, cast to its format in the graph
+        for i, (n, x) in enumerate(zip(names, inputs)):
+            if x is not None and _is_float_format(x):
+                feeds[n] = np.asarray(x).astype(np.float32)
+                node_names[i] = f"{n}_r"
+                casts.append(helper.make_node("Cast", [n], [f"{n}_r"],
+                                              to=helper.np_dtype_to_tensor_dtype(np.asarray(x).dtype)))
+    nodes = casts + [helper.make_node(op, node_names, out_names, **float32_graphs(attrs or {}))]
+    value_info = input_infos(op, feeds, optional, elem_types)
+    terms, wrapped = [], optional_outputs(op)
     for k, (y, g) in enumerate(zip(outs, cotangents)):
-        if g is None or not _is_float(y):
+        if g is None or not (_is_float(y) or (reals and _is_float_format(y))):
+            continue
+        if k in wrapped:  # an optional output: its value, read by OptionalGetElement, meets the cotangent
+            nodes.append(helper.make_node("OptionalGetElement", [f"y{k}"], [f"y{k}_v"]))
+            out_names[k] = f"y{k}_v"
+        if values.is_sequence(y):  # a sequence output: element j read by SequenceAt, its product with g[j] summed
+            for j, gj in enumerate(g):
+                if gj is None:
+                    continue
+                feeds[f"g{k}_{j}"] = np.asarray(gj, np.float32)
+                value_info.append(helper.make_tensor_value_info(f"g{k}_{j}", TensorProto.FLOAT, np.shape(gj)))
+                nodes += [helper.make_node("Constant", [], [f"i{k}_{j}"],
+                                           value=helper.make_tensor(f"i{k}_{j}", TensorProto.INT64, [], [j])),
+                          helper.make_node("SequenceAt", [out_names[k], f"i{k}_{j}"], [f"e{k}_{j}"]),
+                          helper.make_node("Mul", [f"e{k}_{j}", f"g{k}_{j}"], [f"p{k}_{j}"]),
+                          helper.make_node("ReduceSum", [f"p{k}_{j}"], [f"s{k}_{j}"], keepdims=0)]
+                terms.append(f"s{k}_{j}")
             continue
         feeds[f"g{k}"] = np.asarray(g, np.float32)
         value_info.append(helper.make_tensor_value_info(f"g{k}", TensorProto.FLOAT, np.shape(g)))
-        nodes += [helper.make_node("Mul", [f"y{k}", f"g{k}"], [f"p{k}"]),
+        if not _is_float(y):  # a float format read as reals: its values, in float32, meet the cotangent
+            nodes.append(helper.make_node("Cast", [out_names[k]], [f"y{k}_f"], to=TensorProto.FLOAT))
+        nodes += [helper.make_node("Mul", [out_names[k] if _is_float(y) else f"y{k}_f", f"g{k}"], [f"p{k}"]),
                   helper.make_node("ReduceSum", [f"p{k}"], [f"s{k}"], keepdims=0)]
         terms.append(f"s{k}")
     if not terms:
@@ -117,7 +206,7 @@ def ort_gradient(op, inputs, cotangents, attrs=None) -> list:
     nodes.append(helper.make_node("Identity", [total], ["loss"]))
     graph = helper.make_graph(nodes, op, value_info, [helper.make_tensor_value_info("loss", TensorProto.FLOAT, [])])
     model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", OPSET)], ir_version=IR_VERSION)
-    wanted = {n for n, x in zip(names, inputs) if x is not None and _is_float(x)}
+    wanted = {n for n, x in zip(names, inputs) if x is not None and (_is_float(x) or (reals and _is_float_format(x)))}
     first_error = None
     while True:
         try:
@@ -141,13 +230,20 @@ def ort_gradient(op, inputs, cotangents, attrs=None) -> list:
                 wanted.discard(missing.group(1))  # the builder gives no gradient for this input: ask for the others
                 continue
             if len(wanted) > 1:  # the builder refuses one input (Pow's exponent): ask for the others, last first
-                first_error = first_error or text
+                if "unreachable from the output" not in text:
+                    # ONNX Runtime names one unreachable input, in an order set by Python's string hashing when
+                    # several are: the message of the last request, for one input, is the reproducible one
+                    first_error = first_error or text
                 wanted.discard(max(wanted))
                 continue
             # "unreachable from the output node(s)": ONNX Runtime's graph has no gradient edge through the operator
             # to these inputs (it treats them as non-differentiable), a fact about the operator; any other build
             # failure is a refusal of this node
             reason = first_error or text
+            if reals and "unreachable from the output" in text:
+                # with several inputs ONNX Runtime names whichever it meets first, which varies between processes:
+                # the last attempt, on one input (the first by name), is the message that stays the same
+                reason = text
             raise NoGradientBuilder(f"ONNX Runtime {ort_version()} could not build the gradient graph of {op}: "
                                     f"{_reason(reason)}", refused="unreachable from the output" not in reason) from None
     grad_model = onnx.load_from_string(builder.get_model())
@@ -172,11 +268,14 @@ def ort_gradient(op, inputs, cotangents, attrs=None) -> list:
 
 
 def _round32(x):
+    if values.is_sequence(x):
+        return [_round32(e) for e in x]
     return None if x is None else (np.asarray(x, np.float32).astype(np.float64) if _is_float(x) else np.asarray(x))
 
 
 def check_vjp_ort(op, vjp, inputs, attrs=None, *, seed=0, rtol=1e-4, atol=1e-5,
-                  disagree: dict[str, str] | None = None) -> CheckResult:
+                  disagree: dict[str, str] | None = None, reals: bool = False, optional_inputs=(),
+                  elem_types: dict | None = None) -> CheckResult:
     """Check 3 (executed, not cited): `vjp` against ONNX Runtime training's gradient of the same node.
 
     The inputs are rounded to float32 (ONNX Runtime runs in float32) and `vjp` is evaluated in float64 at the rounded
@@ -184,25 +283,45 @@ def check_vjp_ort(op, vjp, inputs, attrs=None, *, seed=0, rtol=1e-4, atol=1e-5,
     within atol + rtol·max|gradient|, unless it is named in `disagree` with the reason: then it must differ (the
     witness of a finding about ONNX Runtime, printed). Where ONNX Runtime has no gradient builder, or no gradient for
     an input, that is recorded from the attempt and printed.
+
+    With `reals`, the float formats NumPy does not call floating (float8, float6, float4, bfloat16) are read as real
+    numbers, as check_vjp_fd(reals=True) reads them (see ort_gradient): an output of such a type gets a cotangent,
+    drawn after the others (so that the draws without `reals` are unchanged) and rounded to the output's format, the
+    cotangents check_vjp_onnxad(reals=True) draws with the same seed; an input of such a type is compared too, with
+    vjp's gradient rounded to the input's format, the type ONNX Runtime returns it in.
+
+    `optional_inputs` names the inputs the model declares with an optional type (OptionalGetElement's input); an
+    output of optional type (Optional's) is read through OptionalGetElement before the loss. `elem_types`
+    ({position: type}) declares the element type of an empty sequence input (ort_gradient).
     """
     info = op_info(op)
     disagree = dict(disagree or {})
     full = info.with_defaults(attrs)
     x = [_round32(v) for v in inputs]
     outs = run_onnx(op, x, attrs)
-    if not any(_is_float(y) for y in outs):
+
+    def real(v):
+        return _is_float(v) or (reals and _is_float_format(v))
+
+    if not any(real(y) for y in outs):
         raise AssertionError(f"{op}: no output is float here, so there is no cotangent and nothing for ONNX Runtime "
                              "to differentiate; this check is for operators with a float output")
     rng = np.random.default_rng(seed)
-    cot = [np.asarray(rng.standard_normal(y.shape), np.float32).astype(np.float64) if _is_float(y) else None
-           for y in outs]
-    where = f"inputs {_shapes_text(x)}, attributes {_attr_text(attrs)}, float32 at opset {OPSET}"
+    # float32-exact draws, per element of a sequence output (proofkit.values), as before for a tensor
+    cot = [values.draw_like(y, rng, np.float32) for y in outs]
+    if reals:  # the float formats draw after the others; rounded to the output's format, exact in float32
+        cot = [np.asarray(rng.standard_normal(y.shape)).astype(y.dtype).astype(np.float64) if _is_float_format(y)
+               else c for y, c in zip(outs, cot)]
+    formats = sorted({str(np.asarray(v).dtype) for v in [*x, *outs] if v is not None and reals and _is_float_format(v)})
+    where = (f"inputs {_shapes_text(x)}, attributes {_attr_text(attrs)}, float32 at opset {OPSET}"
+             + (f"; {', '.join(formats)} read as reals" if formats else "")
+             + (f"; {', '.join(sorted(optional_inputs))} declared optional" if optional_inputs else ""))
     try:
-        theirs = ort_gradient(op, x, cot, attrs)
+        theirs = ort_gradient(op, x, cot, attrs, reals=reals, optional_inputs=optional_inputs, elem_types=elem_types)
     except NoGradientBuilder as e:
         # a refusal of this node is recorded as such: only a missing builder is a fact about the operator
         for i, v in enumerate(x):
-            if _is_float(v):
+            if real(v):
                 record(op, info.input_name(i), "ort-refused" if e.refused else "ort-none", vjp, detail=str(e),
                        data={"case": where})
         if disagree:
@@ -211,17 +330,22 @@ def check_vjp_ort(op, vjp, inputs, attrs=None, *, seed=0, rtol=1e-4, atol=1e-5,
         return CheckResult("ONNX Runtime", op, [], summary=f"ONNX Runtime check of {op}: {e} ({attempt}{where})",
                            inputs=_shapes_text(x), attrs=_attr_text(attrs), notes=str(e),
                            outcome=REFUSED if e.refused else NOTHING_COMPARED)
-    ours = _call_vjp(op, vjp, x, cot, full)
+    ours = _call_vjp(op, vjp, x, cot, full, reals=reals)
     checked, missing, witnesses, worst = [], [], [], _Worst()
     for i, (g, t) in enumerate(zip(ours, theirs)):
         name, shown = info.input_name(i), _shown_name(info, i)
-        if x[i] is None or not _is_float(x[i]):
+        if x[i] is None or not real(x[i]):
             continue
         if t is None:
             record(op, name, "ort-none", vjp)
             missing.append(shown)
             continue
-        mine = np.zeros(np.shape(x[i])) if g is None else np.asarray(g, np.float64)
+        if values.is_sequence(x[i]):  # one vector over the elements, None as zeros
+            mine, t = values.flat(g, x[i]), values.flat(t, x[i])
+        else:
+            mine = np.zeros(np.shape(x[i])) if g is None else np.asarray(g, np.float64)
+            if reals and _is_float_format(x[i]):  # the engine's gradient of such an input is in its format
+                mine = mine.astype(np.asarray(x[i]).dtype).astype(np.float64)
         c = compare_with_engine(op, "ONNX Runtime", shown, mine, t, rtol=rtol, atol=atol, declared=disagree.get(name))
         if not c.agree:
             witnesses.append(f"{shown}: ONNX Runtime differs ({c.why}); {disagree[name]}")
@@ -243,16 +367,49 @@ def check_vjp_ort(op, vjp, inputs, attrs=None, *, seed=0, rtol=1e-4, atol=1e-5,
     return CheckResult("ONNX Runtime", op, checked, detail, error=worst.err, tol=worst.tol, **fields)
 
 
+def float32_graphs(attrs: dict) -> dict:
+    """The attributes with every graph (If's branches, a Loop, Scan or SequenceMap body) in float32, as the node's
+    float inputs are fed: double graph inputs, outputs, value infos, initializers, Constant tensors and Cast targets,
+    nested graphs included. Other attributes are left as they are."""
+    import onnx
+    from onnx import TensorProto, numpy_helper
+
+    def convert(graph):
+        g = onnx.GraphProto()
+        g.CopyFrom(graph)
+        stack = [g]
+        while stack:
+            h = stack.pop()
+            for t in h.initializer:
+                if t.data_type == TensorProto.DOUBLE:
+                    t.CopyFrom(numpy_helper.from_array(numpy_helper.to_array(t).astype(np.float32), t.name))
+            for v in list(h.input) + list(h.output) + list(h.value_info):
+                if v.type.tensor_type.elem_type == TensorProto.DOUBLE:
+                    v.type.tensor_type.elem_type = TensorProto.FLOAT
+            for node in h.node:
+                for a in node.attribute:
+                    if a.name == "to" and a.type == onnx.AttributeProto.INT and a.i == TensorProto.DOUBLE:
+                        a.i = TensorProto.FLOAT
+                    if a.type == onnx.AttributeProto.TENSOR and a.t.data_type == TensorProto.DOUBLE:
+                        a.t.CopyFrom(numpy_helper.from_array(numpy_helper.to_array(a.t).astype(np.float32), a.t.name))
+                    stack += [a.g] if a.type == onnx.AttributeProto.GRAPH else list(a.graphs)
+        return g
+
+    return {k: convert(v) if isinstance(v, onnx.GraphProto) else v for k, v in attrs.items()}
+
+
 class OrtRunError(Exception):
     """ONNX Runtime failed to load or run a node; the message is ONNX Runtime's status message."""
 
 
 def ort_forward(op, inputs, attrs=None, *, n_outputs: int | None = None, keep_types: bool = False,
-                opset: int | None = None) -> list[np.ndarray]:
+                opset: int | None = None, optional_inputs=(), elem_types: dict | None = None) -> list[np.ndarray]:
     """ONNX Runtime's own forward of one node (CPU, opset 21 unless `opset`, float inputs fed as float32 unless
     `keep_types`), for chapters that compare the runtime's forward with onnx.reference. Omitted optional inputs stay
-    omitted; by default it asks for the outputs onnx.reference gives in this mode. Raises OrtRunError with ONNX
-    Runtime's message when the node does not load or does not run."""
+    omitted; by default it asks for the outputs onnx.reference gives in this mode. `optional_inputs` names inputs
+    declared with an optional type; `elem_types` ({position: type}) declares an empty sequence's element type, which
+    otherwise comes from the schema where it allows one (input_infos). An empty optional output comes back as None.
+    Raises OrtRunError with ONNX Runtime's message when the node does not load or does not run."""
     import onnxruntime as ort
     from onnx import helper
 
@@ -262,19 +419,19 @@ def ort_forward(op, inputs, attrs=None, *, n_outputs: int | None = None, keep_ty
             n_outputs = len(run_onnx(op, inputs, attrs))
         except Exception:  # noqa: BLE001 - onnx.reference cannot run it: ask for every declared output
             n_outputs = len(info.outputs) if not (info.outputs and info.outputs[-1].variadic) else 1
+    optional = optional_positions(op, inputs, optional_inputs)
     inputs, names, feeds = _feeds(inputs, keep_types)
     outs = [f"y{k}" for k in range(n_outputs)]
     graph = helper.make_graph(
-        [helper.make_node(op, names, outs, **(attrs or {}))], op,
-        [helper.make_tensor_value_info(n, helper.np_dtype_to_tensor_dtype(v.dtype), v.shape) for n, v in feeds.items()],
-        [helper.make_empty_tensor_value_info(o) for o in outs])
+        [helper.make_node(op, names, outs, **((attrs or {}) if keep_types else float32_graphs(attrs or {})))], op,
+        input_infos(op, feeds, optional, elem_types), [helper.make_empty_tensor_value_info(o) for o in outs])
     model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", opset or OPSET)], ir_version=IR_VERSION)
     options = ort.SessionOptions()
     options.log_severity_level = 4
     try:
         with quiet_stderr():
             session = ort.InferenceSession(model.SerializeToString(), options, providers=["CPUExecutionProvider"])
-            return [np.asarray(y) for y in session.run(None, feeds)]
+            return [values.as_value(y) for y in session.run(None, feeds)]
     except Exception as e:  # noqa: BLE001 - ONNX Runtime's own failure is the result
         head, _, status = str(e).partition("Status Message: ")
         raise OrtRunError(_reason(status if status.strip() else re.sub(r"\s*Name:'[^']*'\s*$", "", head))) from None

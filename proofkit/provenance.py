@@ -1,5 +1,6 @@
-"""Where a chapter's backward rule comes from: the variables the `rule=` argument of check_vjp_symbolic depends on,
-traced through the chapter's assignments and function definitions, must not use differentiation.
+"""Where a chapter's backward rule comes from: the variables the `rule=` argument of check_vjp_symbolic (or of
+check_vjp_symbolic_outer) depends on, traced through the chapter's assignments and function definitions, must not use
+differentiation.
 
 A rule obtained by differentiating the model (`g * sp.diff(f, x)`, `df.subs(...)` with `df = f.diff(x)`, a row of
 `jacobian(...)`) makes the symbolic check compare SymPy's derivative with itself; it proves nothing a reader wrote.
@@ -8,6 +9,10 @@ A rule obtained by differentiating the model (`g * sp.diff(f, x)`, `df.subs(...)
 from __future__ import annotations
 
 import ast
+
+#: The checks whose `rule=` (or fifth positional argument) is a rule typed by hand: for formal inputs, and for the
+#: outer values a node's graphs read (proofkit.outer).
+SYMBOLIC_CHECKS = {"check_vjp_symbolic", "check_vjp_symbolic_outer"}
 
 #: Calls that differentiate.
 DIFFERENTIATION = {"diff", "jacobian", "Derivative", "derivative", "gradient", "hessian", "idiff", "limit"}
@@ -77,7 +82,7 @@ def rule_dependencies(sources: list[str]) -> tuple[set[str], set[str]]:
                     add(name, node.iter)
             elif isinstance(node, ast.Call):
                 f = node.func
-                if isinstance(f, ast.Name) and f.id == "check_vjp_symbolic":
+                if isinstance(f, ast.Name) and f.id in SYMBOLIC_CHECKS:
                     for kw in node.keywords:
                         if kw.arg == "rule":
                             roots |= _names(kw.value)

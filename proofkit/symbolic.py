@@ -15,6 +15,7 @@ from .checks import CheckResult, _Worst, _attr_text, _call_vjp, _max_err, _shown
 from .evidence import record
 from .onnxrun import run_onnx
 from .schema import op_info
+from .values import flat as value_flat, is_sequence
 
 #: Magnitudes a positive symbol takes in the tie: two within 1e-3 to 1e-2 of its piece's boundary, then ordinary
 #: ones (a piece such as x = 1 − p keeps x inside (−1, 1) for p < 2).
@@ -22,12 +23,16 @@ NEAR = (1e-3, 7e-3)
 
 
 def _flat(x) -> list:
+    if is_sequence(x):  # a sequence: a list of matrices (arrays), its elements' entries in order
+        return [e for part in x for e in _flat(part)]
     if isinstance(x, sp.MatrixBase):
         return list(x)
     return list(np.asarray(x, dtype=object).ravel())
 
 
 def _shape(x) -> tuple:
+    if is_sequence(x):
+        return tuple(_shape(e) for e in x)
     return tuple(x.shape) if isinstance(x, sp.MatrixBase) else np.asarray(x, dtype=object).shape
 
 
@@ -43,6 +48,8 @@ def _numeric(expr_array, values: dict):
     """Evaluate an array of SymPy expressions (or numbers, or bools) at `values`, keeping bools as bools."""
     if expr_array is None:
         return None
+    if is_sequence(expr_array):  # a sequence: a list of arrays, evaluated element by element
+        return [_numeric(e, values) for e in expr_array]
     if isinstance(expr_array, np.ndarray) and expr_array.dtype != object:
         return expr_array
     if isinstance(expr_array, sp.MatrixBase):
@@ -65,7 +72,8 @@ def _numeric(expr_array, values: dict):
 
 def check_vjp_symbolic(op, inputs: dict, outputs: dict, cotangents: dict, rule: dict, *, vjp,
                        call: list | None = None, attrs: dict | None = None, pieces: list[dict] | None = None,
-                       samples: int = 3, seed: int = 0, rtol: float = 1e-9, atol: float = 1e-12) -> CheckResult:
+                       samples: int = 3, seed: int = 0, rtol: float = 1e-9, atol: float = 1e-12,
+                       reals: bool = False) -> CheckResult:
     """Prove the hand-written `rule` equals Jᵀ·ḡ on the instance, then tie `vjp` to it numerically.
 
     inputs: formal input name -> array of symbols; outputs: formal output name -> array of expressions in them;
@@ -78,7 +86,17 @@ def check_vjp_symbolic(op, inputs: dict, outputs: dict, cotangents: dict, rule: 
     there and passed to `vjp`, and its gradients must equal the rule's values within atol + rtol·|rule|. `call` gives
     the op's inputs in schema order as arrays of expressions, numbers or None (needed where the instance's inputs do
     not map one to one onto the op's, e.g. a variadic input, an integer `shape` input, an omitted one); by default it
-    is the `inputs` arrays in schema order. `attrs` are the attributes the instance stands for.
+    is the `inputs` arrays in schema order. A variadic output that the node has several of (Loop's, Scan's) is one
+    entry of `outputs` and `cotangents`: the outputs' entries in order, output 0's first. `attrs` are the
+    attributes the instance stands for. With `reals`, the
+    float formats NumPy does not call floating (float8, float6, float4, bfloat16) are read as real numbers in the tie,
+    as check_vjp_fd(reals=True) reads them: `vjp` may return a gradient for an input of such a type (a float6 zero
+    point given in `call`).
+
+    Sequences (proofkit.values) are modelled on Python lists of SymPy matrices: a sequence input, output, cotangent
+    or rule is a list with one matrix per element, in `inputs`, `outputs`, `cotangents`, `rule` and `call`. Jᵀḡ is
+    taken over the elements' entries flattened in order (element 0's entries first), which is the order the rule's
+    list is read in; vjp's gradient for a sequence is a list (None for an element, or for the whole, reads as zeros).
     """
     info = op_info(op)
     for name in list(inputs) + list(rule):
@@ -133,14 +151,25 @@ def check_vjp_symbolic(op, inputs: dict, outputs: dict, cotangents: dict, rule: 
             values.update(base)
             xs = [_numeric(a, values) for a in call]
             outs = run_onnx(op, xs, attrs)
-            cot = []
+            cot, taken = [], {}
             for kk, y in enumerate(outs):
                 g = cotangents.get(info.output_name(kk))
+                shared = [j for j in range(len(outs)) if info.output_name(j) == info.output_name(kk)]
+                if g is not None and len(shared) > 1 and not is_sequence(y):
+                    # a variadic output (Loop's, Scan's): its cotangent's entries in the order of the outputs
+                    start = taken.get(info.output_name(kk), 0)
+                    taken[info.output_name(kk)] = start + int(np.size(y))
+                    g = np.array(_flat(g), dtype=object)[start:start + int(np.size(y))]
+                if g is not None and is_sequence(y):  # a sequence output: a cotangent list, element by element
+                    cot.append([None if ge is None else _numeric(ge, values).reshape(np.shape(ye))
+                                for ge, ye in zip(g, y)])
+                    continue
                 cot.append(None if g is None else _numeric(g, values).reshape(y.shape))
-            grads = _call_vjp(op, vjp, xs, cot, full)
+            grads = _call_vjp(op, vjp, xs, cot, full, reals=reals)
             for name in checked:
                 positions = [i for i in range(len(xs)) if info.input_name(i) == name and xs[i] is not None]
-                got = [np.zeros(np.shape(xs[i])) if grads[i] is None else np.asarray(grads[i], np.float64)
+                got = [value_flat(grads[i], xs[i]) if is_sequence(xs[i]) else
+                       np.zeros(np.shape(xs[i])) if grads[i] is None else np.asarray(grads[i], np.float64)
                        for i in positions]
                 got = np.concatenate([g.ravel() for g in got]) if got else np.zeros(0)
                 want = _numeric(np.array(_flat(rule[name]), dtype=object), values).ravel()

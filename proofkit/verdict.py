@@ -11,6 +11,7 @@ from . import evidence
 from .display import FLOAT_TYPES, Rich, Table, prose_html
 from .onnxrun import run_onnx
 from .schema import op_info
+from . import values
 
 #: The book's four verdicts and the ONNX tag each maps to (book/method.md defines them).
 VOCABULARY = {
@@ -41,8 +42,9 @@ def _admits_float(types) -> bool:
 
 
 def row_anchor(op: str, name: str) -> str:
-    """The id of a verdict row on its chapter's page, cite-able as proofs/Clip.html#verdict-clip-min."""
-    return f"verdict-{op}-{name}".lower()
+    """The id of a verdict row on its chapter's page, cite-able as proofs/Clip.html#verdict-clip-min; a name with
+    spaces (proofkit.outer's "outer values") gives hyphens, as an HTML id and a URL fragment need."""
+    return "-".join(f"verdict-{op}-{name}".lower().split())
 
 
 EVIDENCE_TEXT = {
@@ -59,10 +61,27 @@ EVIDENCE_TEXT = {
 }
 
 
+#: How a None of vjp is shown for an input that also got a gradient, where every None came on a call whose outputs
+#: were all of integer, bool or string types (QuantizeLinear with an integer output type).
+NONE_ON_DISCRETE_OUTPUTS = "vjp returns None where every output is discrete"
+
+
+def _none_only_on_discrete_outputs(op: str, name: str, vjp=None) -> bool:
+    """Every None that vjp returned for this float input came on a call whose outputs were all discrete (integer,
+    bool or string types; proofkit.checks._record_none marks them): no cotangent reaches any input there, so such a
+    None is no evidence against a gradient on calls with a float output."""
+    nones = [r for r in evidence.recorded(op) if r.name == name and r.kind == "none"
+             and (vjp is None or r.fn is None or r.fn is vjp)]
+    return bool(nones) and all(isinstance(r.data, dict) and r.data.get("outputs") == "discrete" for r in nones)
+
+
 def evidence_summary(op: str, name: str) -> list[str]:
     """What the checks recorded for one input or output, in words (witnesses with their point), in a fixed order."""
     recs = [r for r in evidence.recorded(op) if r.name == name]
     out = [EVIDENCE_TEXT[k] for k in EVIDENCE_TEXT if any(r.kind == k for r in recs)]
+    if any(r.kind in ("fd", "rule") for r in recs) and _none_only_on_discrete_outputs(op, name):
+        # an input that got a gradient on float outputs and None only where every output was discrete: shown so
+        out = [NONE_ON_DISCRETE_OUTPUTS if t == EVIDENCE_TEXT["none"] else t for t in out]
     seen = set()
     for r in recs:
         if r.kind in WITNESSES and (r.kind, r.detail) not in seen:
@@ -197,7 +216,7 @@ class Claim:
             v, facts = called[f.name], evidence.facts(op, f.name, vjp)
             witnesses = facts & WITNESSES
             if v in DIFFERENTIABLE:
-                if "none" in facts:
+                if "none" in facts and not _none_only_on_discrete_outputs(op, f.name, vjp):
                     raise VerdictError(f"{op}: {f.name} is called {v}, but vjp returns None for it")
                 missing = [k for k in ("fd", "rule") if k not in facts]
                 if not facts & {"ort", "ort-none", "ort-differs"}:
@@ -258,7 +277,16 @@ class Claim:
             v, facts = called[f.name], evidence.facts(op, f.name, vjp)
             if v in DIFFERENTIABLE:
                 if not diff_inputs:
-                    raise VerdictError(f"{op}: output {f.name} is called {v}, but no input is differentiable")
+                    # an output may still be differentiable through the values a graph attribute reads from the
+                    # outer scope (If: cond is boolean), with the evidence a differentiable input needs (proofkit.outer)
+                    from .outer import OUTER, outer_missing
+                    if not any(r.name == OUTER for r in evidence.recorded(op)):
+                        raise VerdictError(f"{op}: output {f.name} is called {v}, but no input is differentiable")
+                    lacking = outer_missing(op, vjp)
+                    if lacking:
+                        raise VerdictError(f"{op}: output {f.name} is called {v} through the outer values its graphs "
+                                           f"read, but they lack {', '.join(REQUIRED.get(k, k) for k in lacking)} "
+                                           "for this vjp (proofkit.outer)")
                 if "fd" not in facts:
                     raise VerdictError(f"{op}: output {f.name} is called {v}, but no finite-difference check "
                                        "carried a cotangent through it")
@@ -294,7 +322,7 @@ class Claim:
         for i, x in enumerate(inputs):
             f = self.info.inputs[min(i, len(self.info.inputs) - 1)]
             ints = [t for t in ("tensor(int64)", "tensor(int32)") if t in f.types]
-            if x is not None and np.issubdtype(np.asarray(x).dtype, np.floating) and ints:
+            if x is not None and ints and np.issubdtype(np.asarray(x).dtype, np.floating):
                 # non-negative integers: valid for every integer variant (Pow has no negative integer exponents)
                 cast.append(np.abs(np.round(np.asarray(x) * 3)).astype(ints[0][7:-1]))
                 changed = True
@@ -306,12 +334,12 @@ class Claim:
             outs = run_onnx(self.op, cast, attrs)
         except Exception:  # noqa: BLE001 - the integer variant is not valid for these attributes: nothing to check
             return
-        cot = [np.ones(y.shape) if np.issubdtype(y.dtype, np.floating) else None for y in outs]
+        cot = [values.ones_like(y) for y in outs]  # ones on every float output, and float element of a sequence
         grads = list(vjp(list(cast), cot, **self.info.with_defaults(attrs)))
         for i, (g, x) in enumerate(zip(grads, cast)):
-            if x is not None and not np.issubdtype(np.asarray(x).dtype, np.floating) and g is not None:
+            if x is not None and not values.is_float(x) and g is not None:
                 raise VerdictError(f"{self.op}: vjp returns a gradient for input {self.info.input_name(i)} of "
-                                   f"integer type {np.asarray(x).dtype}; integer inputs get None")
+                                   f"integer type {values.element_dtype(x)}; integer inputs get None")
 
     def verdict(self, vjp=None) -> "Verdict":
         """Bind the claim to this kernel's checks of `vjp`; raises VerdictError if the evidence does not support it."""
@@ -356,12 +384,26 @@ class Verdict:
             r["evidence"] = evidence_summary(c.op, r["name"])
             if r["role"] == "input" and (engines := engine_outcomes(c.op, r["name"])):
                 r["engines"] = engines
-        return {"op": c.op, "version": c.info.version, "rows": rows, "engine_findings": engine_findings(c.op)}
+        out = {"op": c.op, "version": c.info.version, "rows": rows, "engine_findings": engine_findings(c.op)}
+        from .outer import OUTER
+        if engines := engine_outcomes(c.op, OUTER):  # the outer values a graph reads have no row of their own (If)
+            out["outer_engines"] = engines
+        return out
+
+    def _outer_html(self, stored: dict) -> str:
+        """The anchor the engines page links an outer-values finding to, with what each engine showed for them."""
+        if "outer_engines" not in stored:
+            return ""
+        from .outer import OUTER
+        shown = "; ".join(f"{html.escape(e)}: {html.escape(', '.join(w))}" for e, w in stored["outer_engines"].items())
+        return (f'<p id="{row_anchor(self.claim.op, OUTER)}"><strong>Outer values</strong> (read by the node\'s '
+                f"graphs, no row of their own; proofkit.outer): {shown}.</p>")
 
     def _repr_mimebundle_(self, include=None, exclude=None):
         c = self.claim
         text, table = c._table(full=True)
         args_text, args_html = c._arguments()
+        stored = json.loads(json.dumps(self.as_json()))
         return {"text/plain": f"{c.op}-{c.info.version}: verdict bound to the checks\n{text}{args_text}",
-                "text/html": table + args_html,
-                VERDICT_MIME: json.loads(json.dumps(self.as_json()))}
+                "text/html": table + args_html + self._outer_html(stored),
+                VERDICT_MIME: stored}

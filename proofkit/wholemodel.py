@@ -45,7 +45,8 @@ def with_parameters_as_inputs(model: onnx.ModelProto, params: list[str]) -> onnx
 
 
 def as_float32(model: onnx.ModelProto) -> onnx.ModelProto:
-    """The same model in float32: double initializers, graph inputs, outputs, value infos and Cast targets."""
+    """The same model in float32: double initializers, graph inputs, outputs, value infos and Cast targets, and the
+    graphs its nodes hold (If's branches, Loop's and Scan's bodies)."""
     m = onnx.ModelProto()
     m.CopyFrom(model)
     g = m.graph
@@ -61,6 +62,9 @@ def as_float32(model: onnx.ModelProto) -> onnx.ModelProto:
                 a.i = TensorProto.FLOAT
             if a.type == onnx.AttributeProto.TENSOR and a.t.data_type == TensorProto.DOUBLE:
                 a.t.CopyFrom(numpy_helper.from_array(numpy_helper.to_array(a.t).astype(np.float32), a.t.name))
+            if a.type == onnx.AttributeProto.GRAPH:  # a branch or a body: in float32 too (proofkit.ortgrad)
+                from .ortgrad import float32_graphs
+                a.g.CopyFrom(float32_graphs({"g": a.g})["g"])
     return m
 
 
@@ -376,3 +380,50 @@ def localize(model, feeds, cotangents, book: Gradients, engine: str, *, rtol=1e-
                 found.append(f"{node.op_type} #{index}: {info.input_name(k)} at {at}: book {a[at]:.6g}, "
                              f"{engine} {np.asarray(b)[at]:.6g}")
     return found
+
+
+def check_model_ort_defect(op: str, name: str, model, feeds: dict, cotangents: dict, want: dict, *, reason: str,
+                           vjp, rtol: float = 1e-4, atol: float = 1e-5):
+    """A wrong gradient of ONNX Runtime training that shows only in a model around `op` (a sequence edge it drops
+    without an error, where the node alone is reported unreachable), asserted and recorded.
+
+    ONNX Runtime's gradient of `model` (ort_model_gradient: float32, objective Σ⟨output, cotangent⟩) is compared with
+    `want`, {graph input: the proof's gradient}, computed by the chapter from its vjp. Some input must differ by more
+    than atol + rtol·max|want|, and ONNX Runtime must give one for every input in `want`; otherwise the check fails
+    (the departure is gone, or became a refusal: update the chapter). The finding is recorded for `op`'s input `name`
+    as "ort-differs" (a wrong value, with `reason`, the case and both gradients), as check_vjp_ort records a declared
+    difference, and returned as a CheckResult whose outcome is "differs (declared)"."""
+    from .checks import DIFFERS_DECLARED, CheckResult
+    from .evidence import record
+    from .findings import _array
+
+    if not reason:
+        raise ValueError("a declared defect needs its reason")
+    try:
+        theirs = ort_model_gradient(model, feeds, cotangents, list(want))
+    except EngineRefused as e:
+        raise AssertionError(f"{op}: a wrong gradient of ONNX Runtime is declared, but it gave none: {e}") from None
+    nodes = " -> ".join(n.op_type for n in model.graph.node if n.op_type != "Constant")
+    shown = "; ".join(f"{k} = {_array(np.asarray(v))}" for k, v in feeds.items())
+    case = f"the model {nodes} (run in float32) at {shown}"
+    differs, worst, values = [], [], {"engine": [], "the proof": []}
+    for p, w in want.items():
+        if p not in theirs:
+            raise AssertionError(f"{op}: ONNX Runtime gives no gradient for {p}; the declared wrong value is gone")
+        w, t = np.asarray(w, np.float64), np.asarray(theirs[p], np.float64)
+        gap = float(np.max(np.abs(t - w))) if w.size else 0.0
+        if t.shape != w.shape or gap > atol + rtol * (float(np.max(np.abs(w))) if w.size else 0.0):
+            differs.append(p)
+            worst.append(f"{p}: ONNX Runtime gives {_array(np.asarray(t, np.float32))}, the proof "
+                         f"{_array(np.asarray(w, np.float32))}")
+            values["engine"].append(f"{p}_grad = {_array(np.asarray(t, np.float32))}")
+            values["the proof"].append(f"{p}_grad = {_array(np.asarray(w, np.float32))}")
+    if not differs:
+        raise AssertionError(f"{op}: ONNX Runtime agrees with the proof on {case}: the declared wrong gradient is "
+                             "gone, update the chapter")
+    values = {k: "; ".join(v) for k, v in values.items()}
+    record(op, name, "ort-differs", vjp, detail=reason, data={"what": "wrong value", "case": case,
+                                                              "values": values})
+    return CheckResult("ONNX Runtime", op, [], summary=f"ONNX Runtime check of {op} in a model: {case}; "
+                       + "; ".join(worst) + f"; {reason}", inputs=shown, attrs="default",
+                       notes="; ".join(worst) + f" ({reason})", outcome=DIFFERS_DECLARED)

@@ -11,16 +11,18 @@ from __future__ import annotations
 
 import numpy as np
 
-from .checks import CheckResult, _as_list, _is_float, _require_float64, _shown_name
+from .checks import CheckResult, _as_list, _is_float, _is_float_format, _require_float64, _shown_name
 from .evidence import record, recorded
 from .onnxrun import run_onnx
 from .schema import op_info
+from . import values
 
 
 def _float_input(op, inputs, input, what):
     """The op's schema and a copy of the inputs, once input `input` is seen to be a float one."""
     info = op_info(op)
-    inputs = [None if x is None else np.array(x, dtype=np.asarray(x).dtype, copy=True) for x in inputs]
+    inputs = [None if x is None else [np.array(e, copy=True) for e in x] if values.is_sequence(x)
+              else np.array(x, dtype=np.asarray(x).dtype, copy=True) for x in inputs]
     if not _is_float(inputs[input]):
         raise AssertionError(f"{op}: {what} a float input; {_shown_name(info, input)} is not one")
     return info, inputs
@@ -42,25 +44,40 @@ def _runner(op, forward):
     return run
 
 
-def _probe(op, inputs, attrs, input, index, cotangents, forward=None):
-    info, inputs = _float_input(op, inputs, input, "a witness perturbs")
+def _probe(op, inputs, attrs, input, index, cotangents, forward=None, reals: bool = False):
+    if reals and _is_float_format(inputs[input]):  # a float format read as reals: moved along its own grid
+        info = op_info(op)
+        inputs = [None if x is None else np.array(x, dtype=np.asarray(x).dtype, copy=True) for x in inputs]
+    else:
+        info, inputs = _float_input(op, inputs, input, "a witness perturbs")
     _require_float64(op, inputs)
     run = _runner(op, forward)
     base = run(op, inputs, attrs)
+    if reals:  # outputs of a float format are numbers: their values, in float64
+        base = [np.asarray(y).astype(np.float64) if _is_float_format(y) else y for y in base]
     cot = [np.ones(y.shape) if _is_float(y) else None for y in base] if cotangents is None else list(cotangents)
+    fmt = np.asarray(inputs[input]).dtype if reals and _is_float_format(inputs[input]) else None
     idx = np.unravel_index(index, np.shape(inputs[input])) if isinstance(index, (int, np.integer)) else tuple(index)
     idx = tuple(int(i) for i in idx)
 
     def s(h: float) -> float:
         moved = list(inputs)
         moved[input] = inputs[input].copy()
-        moved[input][idx] += h
+        if fmt is not None:  # the step must land on the format's grid, or the quotient divides by a step not taken
+            value = float(np.asarray(inputs[input][idx]).astype(np.float64)) + h
+            if float(np.asarray(value).astype(fmt).astype(np.float64)) != value:
+                raise AssertionError(f"{op}: the step {h:g} from {value - h:g} leaves the grid of {fmt}")
+            moved[input][idx] = np.asarray(value).astype(fmt)
+        else:
+            moved[input][idx] += h
         ys = run(op, moved, attrs, len(base))
+        if reals:
+            ys = [np.asarray(y).astype(np.float64) if _is_float_format(y) else y for y in ys]
         with np.errstate(all="ignore"):
             return float(sum(np.sum(g * y) for g, y in zip(cot, ys) if g is not None))
 
-    x0 = float(inputs[input][idx])
-    where = f"{_shown_name(info, input)}{list(idx) if idx else ''} = {x0:g}"
+    x0 = float(inputs[input][idx]) if fmt is None else float(np.asarray(inputs[input][idx]).astype(np.float64))
+    where = f"{_shown_name(info, input)}{list(idx) if idx else ''} = {x0:g}" + (f" ({fmt})" if fmt is not None else "")
     if forward is not None:
         where += " (through the chapter's forward, where onnx.reference departs from the spec)"
     return info, s, where
@@ -73,9 +90,13 @@ def _witnessed(op, info, input, kind, where, summary) -> CheckResult:
 
 
 def witness_kink(op, inputs, *, input=0, index=0, attrs=None, cotangents=None, steps=(1e-4, 1e-6),
-                 forward=None) -> CheckResult:
-    """The one-sided derivatives at the point exist (the quotients settle as the step shrinks) and differ."""
-    info, s, where = _probe(op, inputs, attrs, input, index, cotangents, forward)
+                 forward=None, reals: bool = False) -> CheckResult:
+    """The one-sided derivatives at the point exist (the quotients settle as the step shrinks) and differ.
+
+    With `reals`, the float formats NumPy does not call floating (float8, float6, float4, bfloat16) are read as real
+    numbers (proofkit.checks.check_vjp_fd): their outputs are summed as float64 values, and an input of such a type
+    may be the one moved, by steps that land on its grid (a step that does not is refused)."""
+    info, s, where = _probe(op, inputs, attrs, input, index, cotangents, forward, reals)
     f0 = s(0.0)
     right = [(s(h) - f0) / h for h in steps]
     left = [(f0 - s(-h)) / h for h in steps]
@@ -131,21 +152,31 @@ def witness_selects(op, inputs, *, input=0, attrs=None, seed=0) -> CheckResult:
     info, inputs = _float_input(op, inputs, input, "a selection witness replaces the values of")
     x = inputs[input]
     base = run_onnx(op, inputs, attrs)
-    draw = np.random.default_rng(seed).standard_normal(x.shape)
-    others = {"zeros": np.zeros(x.shape), "a normal draw z": draw, "10^6 z": 1e6 * draw, "−z": -draw,
-              "−10^6 z": -1e6 * draw}
-    for what, values in others.items():
+    rng = np.random.default_rng(seed)
+    if values.is_sequence(x):  # a sequence: the entries of every element replaced (proofkit.values)
+        draw = [rng.standard_normal(np.shape(e)) for e in x]
+        others = {"zeros": [np.zeros(np.shape(e)) for e in x], "a normal draw z": draw,
+                  "10^6 z": [1e6 * d for d in draw], "−z": [-d for d in draw], "−10^6 z": [-1e6 * d for d in draw]}
+    else:
+        draw = rng.standard_normal(x.shape)
+        others = {"zeros": np.zeros(x.shape), "a normal draw z": draw, "10^6 z": 1e6 * draw, "−z": -draw,
+                  "−10^6 z": -1e6 * draw}
+    for what, replaced in others.items():
         moved = list(inputs)
-        moved[input] = values.astype(x.dtype)
+        moved[input] = ([np.asarray(r, dtype=e.dtype) for r, e in zip(replaced, x)] if values.is_sequence(x)
+                        else replaced.astype(x.dtype))
         ys = run_onnx(op, moved, attrs, len(base))
         for k, (y, y0) in enumerate(zip(ys, base)):
-            same = y.shape == y0.shape and y.dtype == y0.dtype and np.array_equal(
-                y, y0, equal_nan=bool(np.issubdtype(y.dtype, np.inexact)))
+            (ly, sy), (ly0, sy0) = values.flatten([y]), values.flatten([y0])  # a sequence output: element by element
+            same = sy == sy0 and all(a.shape == b.shape and a.dtype == b.dtype and np.array_equal(
+                a, b, equal_nan=bool(np.issubdtype(a.dtype, np.inexact))) for a, b in zip(ly, ly0))
             if not same:
                 raise AssertionError(f"{op}: {_shown_name(info, input)} is not only a selection: with its entries "
                                      f"replaced by {what}, output {info.output_name(k)} changes")
     name = info.input_name(input)
-    where = f"{_shown_name(info, input)} of shape {x.shape} and type {x.dtype}"
+    where = (f"{_shown_name(info, input)}, a sequence of {len(x)} of shapes {', '.join(str(e.shape) for e in x)} "
+             f"and type {values.element_dtype(x)}" if values.is_sequence(x)
+             else f"{_shown_name(info, input)} of shape {x.shape} and type {x.dtype}")
     record(op, name, "selects", detail=where)
     return CheckResult("selects", op, [name], summary=(
         f"selection witness for {op}: with the entries of {where} replaced by {', '.join(others)}, every output of "

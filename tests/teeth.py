@@ -10,8 +10,9 @@ to each chapter under proofs/), so a chapter is executed once for nbval and its 
 - special-point mutants: for each row of the chapter's SPECIAL table, vjp changed only at that point (a finite value
   moved by 0.25 plus a millionth of itself, an infinity or NaN replaced by 0.25, None replaced by 0.25), then the chapter's check_conventions
   cells re-run;
-- a wrong-rule mutant: every gradient scaled by 1.001 (a zero gradient where the chapter says None), the evidence
-  cleared, and every cell from the definition of vjp on re-run.
+- a wrong-rule mutant: every gradient scaled by 1.001 (a zero gradient where the chapter says None for a float input;
+  None kept for an input that is not float), the evidence cleared, and every cell from the definition of vjp on
+  re-run (not counted when it changes no gradient: a vjp that only gives None to non-float inputs, or zeros).
 
 A mutant is killed when the chapter's code raises AssertionError (VerdictError is one): what `--nbval-lax` reports as
 a failure. The counts are written to _build/teeth/<Op>.json; a surviving mutant fails the item.
@@ -30,6 +31,26 @@ SWAP = {"differentiable": "differentiable almost everywhere", "differentiable al
 
 #: Runs in the chapter's kernel; %r placeholders are filled with the chapter's cell sources and paths.
 KERNEL_CODE = r'''
+def _proofkit_scaled_one(x, g, changed=None):
+    """The wrong-rule mutant's gradient for input x: vjp's gradient g scaled by 1.001, a zero gradient where vjp says
+    None for a float input; None stays None for an input that is not float (cond, indices), so the mutant is a pure
+    scaling and not killed by the kit's type check. `changed` (a list) gets True when the result differs from g."""
+    import numpy as _np
+    from proofkit.values import is_float as _is_float, is_sequence as _is_seq
+    if x is None or (g is None and not _is_float(x)):
+        return None
+    if _is_seq(x) and x != []:  # a sequence (a list of arrays, proofkit.values): element by element
+        g = [None] * len(x) if g is None else g
+        return [_proofkit_scaled_one(xe, e, changed) for xe, e in zip(x, g)]
+    if g is None:
+        if changed is not None:
+            changed.append(True)
+        return _np.zeros(_np.shape(x))
+    if changed is not None and _np.any(_np.asarray(g) != 0):
+        changed.append(True)
+    return _np.asarray(g) * 1.001
+
+
 def _proofkit_teeth(cells, vjp_cell, conv_cells, out_path, swap):
     import json as _json
     import numpy as _np
@@ -99,10 +120,19 @@ def _proofkit_teeth(cells, vjp_cell, conv_cells, out_path, swap):
     lines = cells[vjp_cell].splitlines()
     broken = "\n".join(lines[:end] + ["vjp = _proofkit_scaled(vjp)"] + lines[end:])
 
+    changed = []  # whether the mutant ever gave a gradient other than vjp's
+
+    def scaled_one(x, g):
+        return _proofkit_scaled_one(x, g, changed)
+
     def scaled(fn):
         def mutant(inputs, cotangents, **attrs):
-            return [(_np.asarray(g) * 1.001 if g is not None else (None if x is None else _np.zeros(_np.shape(x))))
-                    for x, g in zip(inputs, fn(inputs, cotangents, **attrs))]
+            got = fn(inputs, cotangents, **attrs)
+            if attrs.get("outer") is not None:  # a nested graph's rule: (gradients, outer gradients), both scaled
+                grads, og = got
+                return ([scaled_one(x, g) for x, g in zip(inputs, grads)],
+                        {k: scaled_one(attrs["outer"][k], g) for k, g in og.items()})
+            return [scaled_one(x, g) for x, g in zip(inputs, got)]
         return mutant
     ns["_proofkit_scaled"] = scaled
 
@@ -113,6 +143,8 @@ def _proofkit_teeth(cells, vjp_cell, conv_cells, out_path, swap):
         pass  # an operator without inputs (Constant): vjp returns no gradient, so there is no rule to break
     elif killed_by(rerun):
         kills["rule"] += 1
+    elif not changed:
+        pass  # vjp gave only None for non-float inputs, or zeros: scaling changes nothing, there is no rule to break
     else:
         survived.append("wrong rule")
 

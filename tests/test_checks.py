@@ -274,3 +274,91 @@ def test_a_float8_output_read_as_reals_gets_a_cotangent():
 
     with pytest.raises(AssertionError, match="disagrees with finite differences"):
         check_vjp_fd("QuantizeLinear", halved, [x, scale, zero], eps=2.0, rtol=0.1, reals=True)
+
+
+def test_the_float_formats_are_ml_dtypes_formats_and_not_float64():
+    import ml_dtypes
+    from proofkit.checks import _is_float_format
+    from proofkit.onnxad import _is_floatlike
+    formats = (ml_dtypes.float8_e4m3fn, ml_dtypes.float8_e5m2fnuz, ml_dtypes.float8_e8m0fnu, ml_dtypes.float6_e2m3fn,
+               ml_dtypes.float6_e3m2fn, ml_dtypes.float4_e2m1fn, ml_dtypes.bfloat16)
+    assert all(_is_float_format(np.zeros(2, t)) for t in formats)
+    # "float64".startswith("float6"): NumPy's float64 is a plain float, not a format read as reals
+    assert not any(_is_float_format(np.zeros(2, t)) for t in (np.float64, np.float32, np.float16, np.int8, bool))
+    # onnx-ad's check seeds the same float types as the other checks, float6 included
+    assert all(_is_floatlike(np.zeros(2, t)) for t in formats + (np.float64, np.float32))
+    assert not _is_floatlike(np.zeros(2, np.int32))
+
+
+def test_finite_differences_take_one_step_per_input_where_asked():
+    import ml_dtypes
+    x = samplers.uniform((40, 50), -0.25, 0.25, seed=8)
+    scale = np.array(1.0)
+
+    def q_vjp(inputs, cotangents, **attrs):  # y = x / s inside the range, read as reals
+        x_, s = inputs
+        g = cotangents[0]
+        return [g / s, np.asarray(-np.sum(g * x_) / s**2)]
+
+    attrs = {"output_dtype": 17}  # float8 e4m3fn
+    steps = {"x": 1.0, "y_scale": 0.15}
+    result = check_vjp_fd("QuantizeLinear", q_vjp, [x, scale], attrs, eps=steps, rtol=0.4, reals=True, n_dirs=3)
+    assert result.names == ["x", "y_scale"] and "ε x=1, y_scale=0.15" in result.notes
+    assert ml_dtypes.float8_e4m3fn.__name__ in result.notes and "float64" not in result.notes
+
+    def halved_scale(inputs, cotangents, **attrs):
+        g = q_vjp(inputs, cotangents)
+        return [g[0], g[1] / 2]
+
+    with pytest.raises(AssertionError, match="gradient of input y_scale disagrees"):
+        check_vjp_fd("QuantizeLinear", halved_scale, [x, scale], attrs, eps=steps, rtol=0.4, reals=True, n_dirs=3)
+    with pytest.raises(AssertionError, match="eps is given per input, but not for y_scale"):
+        check_vjp_fd("QuantizeLinear", q_vjp, [x, scale], attrs, eps={"x": 1.0}, rtol=0.4, reals=True)
+
+
+def test_the_symbolic_tie_reads_a_float_format_zero_point_as_a_real_with_reals():
+    import ml_dtypes
+    xs, s, z, g_ = sp.symbols("x_0:2", real=True), sp.Symbol("s", positive=True), sp.Symbol("z"), sp.symbols("g_0:2")
+    y = [v / s + z for v in xs]
+    call = [np.array(list(xs), dtype=object), np.array(s, dtype=object), np.array(0.5, ml_dtypes.float6_e2m3fn)]
+
+    def zp_vjp(inputs, cotangents, **attrs):
+        return [None, None, np.asarray(np.sum(cotangents[0]))]
+
+    kwargs = dict(inputs={"y_zero_point": [z]}, outputs={"y": y}, cotangents={"y": list(g_)},
+                  rule={"y_zero_point": [g_[0] + g_[1]]}, call=call)
+    assert check_vjp_symbolic("QuantizeLinear", **kwargs, vjp=zp_vjp, reals=True).names == ["y_zero_point"]
+    with pytest.raises(AssertionError, match="is discrete"):  # without reals a float6 zero point stays discrete
+        check_vjp_symbolic("QuantizeLinear", **kwargs, vjp=zp_vjp)
+    with pytest.raises(AssertionError, match="differs from the proved rule"):
+        check_vjp_symbolic("QuantizeLinear", **kwargs, vjp=lambda i, c, **a: [None, None, np.asarray(0.0)],
+                           reals=True)
+
+
+def test_symbolic_check_splits_a_variadic_outputs_cotangent_over_the_outputs():
+    """Several outputs of one variadic formal (Loop's, Scan's) are one entry of outputs and cotangents: their entries
+    in output order. A vjp that drops the second output's cotangent fails."""
+    from onnx import TensorProto as T, helper as h
+    body = h.make_graph([h.make_node("Identity", ["c"], ["c_out"]), h.make_node("Identity", ["v"], ["v_out"]),
+                         h.make_node("Identity", ["v"], ["s"])], "copy",
+                        [h.make_tensor_value_info("i", T.INT64, []), h.make_tensor_value_info("c", T.BOOL, []),
+                         h.make_tensor_value_info("v", T.DOUBLE, [2])],
+                        [h.make_tensor_value_info("c_out", T.BOOL, []),
+                         h.make_tensor_value_info("v_out", T.DOUBLE, [2]), h.make_tensor_value_info("s", T.DOUBLE, [2])])
+    x = sp.Matrix(sp.symbols("x0:2"))
+    g = sp.Matrix(sp.symbols("g0:6"))  # v_final (2 entries), then the scan output (2 iterations of 2)
+    kwargs = dict(inputs={"v_initial": x}, outputs={"v_final_and_scan_outputs": sp.Matrix([x, x, x])},
+                  cotangents={"v_final_and_scan_outputs": g}, rule={"v_initial": sp.Matrix([g[0] + g[2] + g[4],
+                                                                                          g[1] + g[3] + g[5]])},
+                  call=[np.array(2, np.int64), np.array(True), np.array(list(x), dtype=object)],
+                  attrs={"body": body})
+
+    def good(inputs, cotangents, **attrs):
+        return [None, None, cotangents[0] + cotangents[1].sum(axis=0)]
+
+    def first_only(inputs, cotangents, **attrs):
+        return [None, None, cotangents[0]]
+
+    assert check_vjp_symbolic("Loop", **kwargs, vjp=good).names == ["v_initial"]
+    with pytest.raises(AssertionError, match="differs from the proved rule"):
+        check_vjp_symbolic("Loop", **kwargs, vjp=first_only)

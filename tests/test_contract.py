@@ -57,7 +57,8 @@ def test_headings_follow_the_contract(path):
     nb = load(path)
     assert headings(nb, 1) == [path.stem], "the only H1 is the operator's name"
     verdict = stored_verdict(path)
-    has_gradient = any(r["role"] == "input" and r["verdict"] in DIFFERENTIABLE for r in verdict["rows"])
+    # an output called differentiable has a gradient to give, to an input or to the outer values a graph reads (If)
+    has_gradient = any(r["verdict"] in DIFFERENTIABLE for r in verdict["rows"])
     required = HEADINGS if has_gradient else HEADINGS_NO_GRADIENT
     found = [h for h in headings(nb, 2) if h in required + OPTIONAL_HEADINGS]
     assert [h for h in found if h in required] == list(required), f"H2 headings must include, in order: {required}"
@@ -96,10 +97,19 @@ def _rows(path) -> list[dict]:
     return stored_verdict(path)["rows"]
 
 
+def _outer_only(path) -> bool:
+    """An output called differentiable with no differentiable input: its gradient goes to the outer values the node's
+    graphs read (If), whose evidence (proofkit.outer) stands where a differentiable input's would."""
+    rows = _rows(path)
+    return (not any(r["role"] == "input" and r["verdict"] in DIFFERENTIABLE for r in rows)
+            and any(r["role"] == "output" and r["verdict"] in DIFFERENTIABLE for r in rows))
+
+
 @chapter
 def test_the_rule_is_written_by_hand_not_derived_from_the_model(path):
-    """The rule passed to check_vjp_symbolic must not depend, through any assignment in the chapter, on diff,
-    jacobian or Derivative: otherwise the symbolic check compares SymPy's derivative with itself."""
+    """The rule passed to check_vjp_symbolic (or check_vjp_symbolic_outer) must not depend, through any assignment in
+    the chapter, on diff, jacobian or Derivative: otherwise the symbolic check compares SymPy's derivative with
+    itself."""
     deps, derived = rule_dependencies(_code(path))
     assert not derived, (f"the rule depends on {', '.join(sorted(derived))}, which is computed by differentiating; "
                          "type the rule a reader would write on paper and let check_vjp_symbolic prove it")
@@ -107,9 +117,16 @@ def test_the_rule_is_written_by_hand_not_derived_from_the_model(path):
 
 @chapter
 def test_every_differentiable_input_has_a_hand_rule_tied_to_vjp_and_the_onnx_runtime_check(path):
+    code = "\n".join(_code(path))
+    if _outer_only(path):  # the outer values stand for the inputs: their rule, and both engines on them
+        assert re.search(r"check_vjp_symbolic_outer\([^§]*?vjp=vjp", code), \
+            "check_vjp_symbolic_outer(..., vjp=vjp) ties vjp's outer gradients to the rule"
+        for engine in ("ort", "onnxad"):
+            assert re.search(rf"check_vjp_engine_outer\([^§]*?[\"']{engine}[\"']", code), \
+                f"the engine {engine!r} is executed on the outer values (check_vjp_engine_outer), not cited"
+        return
     if not any(r["role"] == "input" and r["verdict"] in DIFFERENTIABLE for r in _rows(path)):
         pytest.skip("no differentiable input")
-    code = "\n".join(_code(path))
     assert re.search(r"check_vjp_symbolic\([^§]*?vjp=vjp", code), "check_vjp_symbolic(..., vjp=vjp) ties vjp to the rule"
     assert "check_vjp_ort(" in code, "ONNX Runtime's gradient is executed (check_vjp_ort), not cited"
     assert "check_vjp_onnxad(" in code, "onnx-ad's derivative model is executed (check_vjp_onnxad): Method 3"
@@ -120,6 +137,10 @@ def test_every_differentiable_input_shows_what_each_engine_did(path):
     """The stored verdict carries, for each differentiable input, the outcome of both engines' checks: the engines
     page and verdicts.json are read from it."""
     rows = [r for r in _rows(path) if r["role"] == "input" and r["verdict"] in DIFFERENTIABLE]
+    if _outer_only(path):
+        assert set(stored_verdict(path).get("outer_engines", {})) == {"ONNX Runtime", "onnx-ad"}, \
+            "the verdict stores what both engines did on the outer values (check_vjp_engine_outer)"
+        return
     if not rows:
         pytest.skip("no differentiable input")
     for r in rows:
@@ -166,7 +187,7 @@ def test_the_rule_loads_from_its_tagged_cells_and_is_the_function_the_chapter_ch
     """The kit loads vjp from the imports cell and the cells tagged `rule` (proofkit.rules.load_vjp). Statically: the
     tagged cells are exactly those vjp needs, they only define, and no later untagged cell rebinds or changes vjp or a
     name it reads when called, so the function loaded is the one the chapter's checks ran on. Then the load itself."""
-    if not any(r["role"] == "input" and r["verdict"] in DIFFERENTIABLE for r in _rows(path)):
+    if not any(r["role"] == "input" and r["verdict"] in DIFFERENTIABLE for r in _rows(path)) and not _outer_only(path):
         pytest.skip("no differentiable input")
     code = [c for c in load(path)["cells"] if c["cell_type"] == "code"]
     sources = [source(c) for c in code]

@@ -203,3 +203,29 @@ def test_the_verdict_ignores_a_departure():
     claim.verdict(vjp)  # a departure recorded before and after the checks does not bind or break the verdict
     erf_finding()
     claim.verdict(vjp)
+
+
+def test_a_sequence_output_is_compared_as_a_sequence_element_then_entry():
+    def insert_spec(inputs, **attrs):  # SequenceInsert as the spec says: position n appends
+        seq, t = list(inputs[0]), inputs[1]
+        p = len(seq) if len(inputs) < 3 else int(inputs[2])
+        p = p + len(seq) if p < 0 else p
+        return [seq[:p] + [t] + seq[p:]]
+
+    s, t = [np.array([1.0]), np.array([2.0])], np.array([9.0])
+    f = check_reference_departure("SequenceInsert", [s, t, np.array(2)], spec=insert_spec, min_difference=1.0,
+                                  title="front", explanation="e")
+    assert (f.output, f.element, f.index, f.reference, f.spec) == ("output_sequence", 0, (0,), 9.0, 1.0)
+    assert "output_sequence element 0, entry [0] = 9.0" in repr(f) and f.as_json()["element"] == 0
+    raised = check_reference_departure("SequenceInsert", [[], t, np.array(0)], spec=insert_spec, min_difference=1.0,
+                                       raises=ZeroDivisionError, title="empty", explanation="e")
+    assert raised.spec == "seq(float64[1] = [9.0])" and "element" not in raised.as_json()
+    # elements of different shapes: the structure differs, both sequences shown whole
+    ragged = check_reference_departure("SequenceInsert", [[np.array([1.0, 5.0]), np.array([2.0])],
+                                                          np.array([9.0, 8.0, 7.0]), np.array(2)],
+                                       spec=insert_spec, min_difference=1.0, title="ragged", explanation="e")
+    assert ragged.index is None and ragged.difference == "shapes differ" and ragged.reference.startswith("returns seq(")
+    # negative: where onnx.reference agrees with the spec (position -1), the departure is gone and the call fails
+    with pytest.raises(AssertionError, match="is gone"):
+        check_reference_departure("SequenceInsert", [s, t, np.array(-1)], spec=insert_spec, min_difference=1.0,
+                                  title="none", explanation="e")

@@ -169,3 +169,25 @@ def test_an_outputs_checks_include_those_of_the_differentiable_inputs_it_depends
             {"role": "output", "name": "Y", "verdict": "differentiable", "evidence": ["finite differences"]}]
     assert row_evidence(rows, rows[2]) == ["finite differences", "hand rule"]
     assert row_evidence(rows, rows[0]) == ["hand rule", "kink witness at X = 0"]
+
+
+def test_an_operator_whose_outer_values_carry_its_gradient_is_on_the_engines_page_with_anchors_that_resolve():
+    from proofkit.audit import render_engines
+    from proofkit.verdict import row_anchor
+    verdicts = {"If": {"op": "If", "rows": [
+        {"role": "input", "name": "cond", "tag": "Unknown", "verdict": "non-differentiable", "agreement": "proposed",
+         "reason": "r", "argument": ""},
+        {"role": "output", "name": "outputs", "tag": "Unknown", "verdict": "differentiable", "agreement": "proposed",
+         "reason": "r", "argument": ""}],
+        "outer_engines": {"ONNX Runtime": ["no gradient"], "onnx-ad": ["agrees"]},
+        "engine_findings": [{"engine": "onnx-ad", "input": "outer values", "kind": "refusal", "reason": "no rule",
+                             "case": "c"}]},
+        "Abs": {"op": "Abs", "rows": [  # no differentiable input and no outer values: not on the page
+            {"role": "input", "name": "X", "tag": "Differentiable", "verdict": "non-differentiable",
+             "agreement": "disagrees", "reason": "r", "argument": ""}], "engine_findings": []}}
+    text = render_engines(verdicts)
+    assert "| ONNX Runtime | 1 | 0 | 0 | 0 | 0 | 1 |" in text and "| onnx-ad | 1 | 1 | 0 | 0 | 0 | 0 |" in text
+    assert "{doc}`If <../proofs/If>` | no gradient | " in text and "{doc}`Abs" not in text
+    assert 'href="../proofs/If.html#verdict-if-outer-values"' in text and "outer values\"" not in text
+    assert row_anchor("If", "outer values") == "verdict-if-outer-values"
+    assert row_anchor("Clip", "min") == "verdict-clip-min"  # a name without spaces: unchanged

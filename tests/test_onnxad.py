@@ -244,3 +244,96 @@ def test_the_adjoint_can_run_on_onnx_runtime_where_onnx_reference_cannot_and_kee
         check_vjp_onnxad("RNN", wrong, [x, w, r], attrs, runner="onnxruntime")
     with pytest.raises(ValueError, match="runner"):
         check_vjp_onnxad("RNN", rnn_vjp, [x, w, r], attrs, runner="torch")
+
+
+def _cast_vjp(inputs, cotangents, **attrs):
+    """Cast between float types: the cotangent, as the book reads float types (the Cast chapter)."""
+    return [None if cotangents[0] is None else np.asarray(cotangents[0], np.float64)]
+
+
+def test_float_formats_read_as_reals_reach_both_engines():
+    import ml_dtypes
+    x = np.array([1.5, -2.25, 3.0, 0.375], ml_dtypes.bfloat16)
+    # without reals a bfloat16 input stays discrete, as before: nothing for ONNX Runtime, a refusal here
+    assert check_vjp_ort("Cast", _cast_vjp, [x], {"to": 1}).names == []
+    with pytest.raises(AssertionError, match="is discrete"):
+        check_vjp_onnxad("Cast", _cast_vjp, [x], {"to": 1})
+    _reset()
+    for check in (check_vjp_ort, check_vjp_onnxad):
+        result = check("Cast", _cast_vjp, [x], {"to": 1}, seed=2, reals=True)
+        assert result.names == ["input"] and "bfloat16 read as reals" in repr(result)
+        with pytest.raises(AssertionError, match="differs from"):
+            check("Cast", lambda i, c, **a: [2 * np.asarray(c[0], np.float64)], [x], {"to": 1}, seed=2, reals=True)
+    assert {"ort", "onnxad"} <= facts("Cast", "input", _cast_vjp)
+    # a float8 output: "no output is float" without reals; with reals a cotangent, and the engines' own answers
+    q = [np.array([0.25, -1.5, 3.0]), np.array(1.0)]
+
+    def q_vjp(inputs, cotangents, **attrs):
+        g = cotangents[0]
+        return [None, None] if g is None else [g / inputs[1], np.asarray(-np.sum(g * inputs[0]) / inputs[1] ** 2)]
+
+    for check in (check_vjp_ort, check_vjp_onnxad):
+        with pytest.raises(AssertionError, match="no output is float"):
+            check("QuantizeLinear", q_vjp, q, {"output_dtype": 17})
+    ort_result = check_vjp_ort("QuantizeLinear", q_vjp, q, {"output_dtype": 17}, reals=True)
+    assert ort_result.names == [] and "unreachable" in ort_result.notes  # ONNX Runtime stops at a float8 tensor
+    with pytest.raises(AssertionError, match="gradient of input x differs from onnx-ad"):  # its adjoint is 0
+        check_vjp_onnxad("QuantizeLinear", q_vjp, q, {"output_dtype": 17}, reals=True)
+    declared = check_vjp_onnxad("QuantizeLinear", q_vjp, q, {"output_dtype": 17}, reals=True,
+                                disagree={"x": "zero adjoint", "y_scale": "zero adjoint"})
+    assert declared.outcome == "differs (declared)"
+
+
+def test_a_sequence_interface_refusal_is_the_missing_rule_only_where_onnxad_has_none():
+    from onnx_ad.rules import REVERSE
+
+    from proofkit.onnxad import NoOnnxAdGradient, onnxad_gradient
+
+    seq = [np.array([1.0, 2.0]), np.array([3.0])]
+    assert "SequenceAt" not in REVERSE and "Identity" in REVERSE
+    with pytest.raises(NoOnnxAdGradient, match=r"has no reverse rule for SequenceAt \(.*interface check") as no:
+        onnxad_gradient("SequenceAt", [seq, np.array(0)], [np.ones(2)])
+    assert no.value.refused is False
+    # what onnx-ad's reverse pass itself says on tensor ends, the sequence inside
+    from onnx import TensorProto as T
+    from onnx import helper as h
+    import onnx_ad
+    g = h.make_graph([h.make_node("SequenceConstruct", ["x"], ["s"]), h.make_node("SequenceAt", ["s", "i"], ["y"])],
+                     "g", [h.make_tensor_value_info("x", T.DOUBLE, [2]), h.make_tensor_value_info("i", T.INT64, [])],
+                     [h.make_tensor_value_info("y", T.DOUBLE, [2])])
+    with pytest.raises(onnx_ad.UnsupportedOperator, match="no reverse rule for SequenceAt"):
+        onnx_ad.reverse(h.make_model(g, opset_imports=[h.make_opsetid("", 21)]), inputs=["x"], outputs=["y"],
+                        prefix="adj_", layout="onnx")
+    # negative: onnx-ad has a rule for Identity, so its interface check on a sequence stays a refusal of the node
+    with pytest.raises(NoOnnxAdGradient, match="failed to build the adjoint model") as refused:
+        onnxad_gradient("Identity", [seq], [[np.ones(2), np.ones(1)]])
+    assert refused.value.refused is True
+
+
+def test_the_convention_table_can_run_onnx_ad_s_adjoint_on_onnx_runtime_and_keeps_its_teeth():
+    # Scan: onnx-ad's adjoint is a Scan in reverse direction, which onnx.reference does not run
+    from onnx import TensorProto, helper
+    d = TensorProto.DOUBLE
+    body = helper.make_graph([helper.make_node("Add", ["h", "x"], ["h_out"])], "cumsum",
+                             [helper.make_tensor_value_info("h", d, []), helper.make_tensor_value_info("x", d, [])],
+                             [helper.make_tensor_value_info("h_out", d, [])])
+    attrs = {"body": body, "num_scan_inputs": 1}
+    point = [np.array(0.5), np.array([1.0, -2.0])]
+
+    def scan_vjp(inputs, cotangents, **a):  # h_T = h_0 + sum(x): each gets the cotangent
+        return [cotangents[0], np.full(inputs[1].shape, float(cotangents[0]))]
+
+    def doubled(inputs, cotangents, **a):
+        return [2 * g for g in scan_vjp(inputs, cotangents)]
+
+    special = [Special("any point", point, {"initial_state_and_scan_inputs[0]": 1.0}, attrs=attrs)]
+    under_reference = check_conventions("Scan", scan_vjp, special, ort=False)
+    assert under_reference.table.rows[0][5] == "refused"
+    under_ort = check_conventions("Scan", scan_vjp, special, ort=False, onnxad_runner="onnxruntime")
+    assert under_ort.table.rows[0][5] == "1.0" and under_ort.table.rows[0][-1] == "onnx-ad agrees"
+    assert "run by ONNX Runtime" in under_ort.table.caption
+    wrong = [Special("any point", point, {"initial_state_and_scan_inputs[0]": 2.0}, attrs=attrs)]
+    with pytest.raises(AssertionError, match="onnx-ad differs from vjp; declare"):
+        check_conventions("Scan", doubled, wrong, ort=False, onnxad_runner="onnxruntime")
+    with pytest.raises(ValueError, match="onnxad_runner"):
+        check_conventions("Scan", scan_vjp, special, ort=False, onnxad_runner="torch")

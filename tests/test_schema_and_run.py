@@ -97,3 +97,48 @@ def test_a_stand_in_runs_an_operator_onnx_reference_lacks_and_is_named_as_the_so
         assert y[0].tolist() == [[[5.0]]] and y.source == "the spec's formula"
     finally:
         onnxrun._STAND_INS.clear()
+
+
+def _copy_body():
+    from onnx import TensorProto as T, helper as h
+    return h.make_graph([h.make_node("Identity", ["c"], ["c_out"]), h.make_node("Identity", ["v"], ["v_out"]),
+                         h.make_node("Constant", [], ["k"], value=h.make_tensor("k", T.DOUBLE, [], [2.0])),
+                         h.make_node("Mul", ["v", "k"], ["s"])], "copy",
+                        [h.make_tensor_value_info("i", T.INT64, []), h.make_tensor_value_info("c", T.BOOL, []),
+                         h.make_tensor_value_info("v", T.DOUBLE, [2])],
+                        [h.make_tensor_value_info("c_out", T.BOOL, []),
+                         h.make_tensor_value_info("v_out", T.DOUBLE, [2]), h.make_tensor_value_info("s", T.DOUBLE, [2])])
+
+
+def test_a_node_holding_a_graph_returns_as_many_outputs_as_its_graph_gives():
+    from proofkit.onnxrun import graph_outputs
+    body = _copy_body()
+    outs = run_onnx("Loop", [np.array(3, np.int64), np.array(True), np.array([1.0, -2.0])], {"body": body})
+    assert len(outs) == 2 and outs[1].shape == (3, 2)  # v_final, and the scan output of three iterations
+    np.testing.assert_array_equal(outs[1][2], [2.0, -4.0])
+    assert graph_outputs("Loop", {"body": body}) == 2 and graph_outputs("Scan", {"body": body}) == 3
+    assert graph_outputs("If", {"then_branch": body, "else_branch": body}) == 3
+    assert graph_outputs("Loop", {}) is None and graph_outputs("Concat", {"axis": 0}) is None
+
+
+def test_float32_graphs_converts_double_graphs_only():
+    import onnx
+    from proofkit.ortgrad import float32_graphs
+    body = _copy_body()
+    got = float32_graphs({"body": body, "num_scan_inputs": 1})
+    assert got["num_scan_inputs"] == 1
+    g = got["body"]
+    assert [v.type.tensor_type.elem_type for v in g.input] == [onnx.TensorProto.INT64, onnx.TensorProto.BOOL,
+                                                              onnx.TensorProto.FLOAT]
+    assert g.node[2].attribute[0].t.data_type == onnx.TensorProto.FLOAT
+    assert body.input[2].type.tensor_type.elem_type == onnx.TensorProto.DOUBLE  # the original is left as it was
+
+
+def test_ort_gradient_of_a_node_holding_a_double_graph_reaches_onnx_runtimes_builder():
+    """The graph is given to ONNX Runtime in float32, as the inputs are: ONNX Runtime 1.19.2's own answer (no builder
+    for Loop) comes back, for float64 and float32 inputs alike, not a type error of the double body."""
+    from proofkit.ortgrad import NoGradientBuilder, ort_gradient
+    for dtype in (np.float64, np.float32):
+        with pytest.raises(NoGradientBuilder, match="has no gradient builder for Loop"):
+            ort_gradient("Loop", [np.array(2, np.int64), np.array(True), np.array([1.0, -2.0], dtype)],
+                         [np.ones(2), np.ones((2, 2))], {"body": _copy_body()})

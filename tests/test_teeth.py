@@ -57,3 +57,33 @@ def test_a_special_point_that_nothing_asserts_lets_its_mutant_survive(tmp_path):
     assert "SPECIAL[:1]" in unchecked[3]
     with pytest.raises(AssertionError, match=r"mutants the chapter did not kill: \['special point 1: X = 2\^-20'\]"):
         run_teeth(unchecked, tmp_path)
+
+
+def _scaled_one():
+    ns = {}
+    exec(compile(KERNEL_CODE, "<teeth>", "exec"), ns)
+    return ns["_proofkit_scaled_one"]
+
+
+def test_the_rule_mutant_scales_float_gradients_and_keeps_none_for_inputs_that_are_not_float():
+    import numpy as np
+    scaled_one, changed = _scaled_one(), []
+    assert scaled_one(np.array(True), None, changed) is None  # If's cond: a pure scaling, not a type error
+    assert scaled_one(np.array([1, 2], np.int64), None, changed) is None  # indices
+    assert scaled_one([np.array([1], np.int64)], None, changed) is None  # a sequence of integers
+    assert not changed  # nothing differs from vjp's gradients so far
+    assert np.array_equal(scaled_one(np.array([1.0, 2.0]), None, changed), [0.0, 0.0])  # a float input: zeros
+    assert np.allclose(scaled_one(np.array([1.0]), np.array([2.0]), changed), [2.002])
+    seq = scaled_one([np.array([1.0]), np.array([2.0, 3.0])], [None, np.array([1.0, -1.0])])
+    assert np.array_equal(seq[0], [0.0]) and np.allclose(seq[1], [1.001, -1.001])
+    assert changed
+
+
+def test_a_rule_mutant_of_only_zeros_and_nones_changes_nothing():
+    import numpy as np
+    scaled_one, changed = _scaled_one(), []
+    scaled_one(np.array([1.0, 2.0]), np.zeros(2), changed)
+    scaled_one(np.array(3, np.int64), None, changed)
+    assert not changed  # not counted as a mutant: there is no rule to break
+    scaled_one(np.array(3, np.int64), np.array(1), changed)  # a gradient for an integer input is still scaled
+    assert changed

@@ -456,3 +456,89 @@ def test_a_declared_difference_is_a_comparison_a_refusal_is_not():
     assert report.CheckTable([differs, refused]).table.caption.endswith("none failed; 1 of them compared nothing")
     assert [r[3] for r in report.CheckTable([differs, refused]).table.rows] == ["differs (declared)",
                                                                                 "refused by ONNX Runtime"]
+
+
+def _quantize_vjp(inputs, cotangents, **attrs):
+    """QuantizeLinear per tensor, float outputs read as reals: ḡ/s, -Σḡx/s², Σḡ; None for an integer output."""
+    x_, s_ = inputs[0], inputs[1]
+    z_ = inputs[2] if len(inputs) > 2 else None
+    g_ = cotangents[0]
+    out = np.asarray(z_).dtype.name if z_ is not None else ("float8" if attrs.get("output_dtype") == 17 else "uint8")
+    if g_ is None or not out.startswith(("float8", "float6")):
+        return [None] * len(inputs)
+    scale = None if np.asarray(s_).dtype.kind == "i" else np.asarray(-np.sum(g_ * x_) / s_**2)  # int32: discrete
+    return [g_ / s_, scale] + ([np.asarray(np.sum(g_))] if z_ is not None else [])
+
+
+def _quantize_evidence(vjp, *, integer_call=True):
+    import ml_dtypes
+    f6, e4 = ml_dtypes.float6_e2m3fn, {"output_dtype": 17}
+    x_ = samplers.uniform((40, 50), -0.25, 0.25, seed=8)
+    check_vjp_fd("QuantizeLinear", vjp, [x_, np.array(1.0)], e4, eps={"x": 1.0, "y_scale": 0.15}, rtol=0.4,
+                 reals=True, n_dirs=3)
+    x6 = [samplers.uniform((40, 50), -4, 4, seed=12), np.int32(1), np.array(0.5, f6)]  # an int32 scale: discrete
+    check_vjp_fd("QuantizeLinear", vjp, x6, eps={"x": 1.0, "y_zero_point": 1.0}, rtol=0.4, reals=True, n_dirs=3)
+    if integer_call:  # an integer output: vjp's None for every input
+        check_vjp_fd("QuantizeLinear", vjp, [x_, np.array(1.0), np.uint8(3)], reals=True)
+    xs_, s_, z_ = sp.symbols("x_0:2", real=True), sp.Symbol("s", positive=True), sp.Symbol("z", real=True)
+    gs = sp.symbols("g_0:2", real=True)
+    check_vjp_symbolic("QuantizeLinear", {"x": list(xs_), "y_scale": [s_], "y_zero_point": [z_]},
+                       {"y": [v / s_ + z_ for v in xs_]}, {"y": list(gs)},
+                       {"x": [gk / s_ for gk in gs], "y_scale": [-(gs[0] * xs_[0] + gs[1] * xs_[1]) / s_**2],
+                        "y_zero_point": [gs[0] + gs[1]]},
+                       call=[np.array(list(xs_), dtype=object), np.array(s_, dtype=object), np.array(0.5, f6)],
+                       vjp=vjp, reals=True)
+    for case, attrs, names in (([x_, np.array(1.0)], e4, ("x", "y_scale")), (x6, {}, ("x", "y_zero_point"))):
+        check_vjp_ort("QuantizeLinear", vjp, case, attrs, reals=True)
+        check_vjp_onnxad("QuantizeLinear", vjp, case, attrs, reals=True, disagree={n: "zero adjoint" for n in names})
+    at_m = [np.array([224.0]), np.array(0.5)]
+    witness_kink("QuantizeLinear", at_m, attrs=e4, steps=(64.0, 32.0), reals=True)
+    witness_kink("QuantizeLinear", at_m, input=1, attrs=e4, steps=(1 / 16, 1 / 32), reals=True)
+    witness_kink("QuantizeLinear", [np.array([6.0]), np.array(1.0), np.array(1.5, f6)], input=2, steps=(1.0, 0.5),
+                 reals=True)
+    check_conventions("QuantizeLinear", vjp, [Special("inside", [np.array([0.25]), np.array(0.5), np.array(0.5, f6)],
+                                                      {"x": 2.0, "y_scale": -1.0, "y_zero_point": 1.0},
+                                                      onnxad="zero adjoint")], ort=False, reals=True)
+
+
+QUANTIZE = {"x": (AE, "float outputs as reals"), "y_scale": (AE, "float outputs as reals"),
+            "y_zero_point": (AE, "a float6 zero point"), "y": (AE, "float outputs")}
+
+
+def test_a_none_where_every_output_is_integer_does_not_count_against_a_gradient():
+    _quantize_evidence(_quantize_vjp)
+    payload = Claim("QuantizeLinear", QUANTIZE).verdict(_quantize_vjp).as_json()
+    x_row = next(r for r in payload["rows"] if r["name"] == "x")
+    assert "vjp returns None where every output is discrete" in x_row["evidence"]
+    assert "vjp returns None" not in x_row["evidence"]
+
+
+def test_a_none_on_a_call_with_a_float_output_still_counts():
+    def none_on_floats(inputs, cotangents, **attrs):  # no gradient on a float64-typed output: a real claim
+        return [None] * len(inputs) if attrs.get("axis") == 0 else _quantize_vjp(inputs, cotangents, **attrs)
+
+    _quantize_evidence(none_on_floats, integer_call=False)
+    check_vjp_fd("QuantizeLinear", none_on_floats, [samplers.uniform((3, 4), -0.25, 0.25, seed=1), np.array(1.0)],
+                 {"output_dtype": 17, "axis": 0}, reals=True)
+    with pytest.raises(VerdictError, match="x is called differentiable almost everywhere, but vjp returns None"):
+        Claim("QuantizeLinear", QUANTIZE).verdict(none_on_floats)
+
+
+def test_conventions_read_float_formats_as_reals_with_reals():
+    import ml_dtypes
+    f6 = ml_dtypes.float6_e2m3fn
+    inside = Special("inside", [np.array([0.25]), np.array(0.5), np.array(0.5, f6)],
+                     {"x": 2.0, "y_scale": -1.0, "y_zero_point": 1.0}, onnxad="zero adjoint")
+    table = check_conventions("QuantizeLinear", _quantize_vjp, [inside], ort=False, reals=True).table
+    assert [r[1] for r in table.rows] == ["x", "y_scale", "y_zero_point"] and table.rows[2][2] == "1.0"
+    with pytest.raises(AssertionError, match="vjp gives None for x"):  # without reals: no cotangent on float6 y
+        check_conventions("QuantizeLinear", _quantize_vjp, [inside], ort=False)
+    wrong = Special("inside", inside.inputs, {**inside.expect, "y_zero_point": 2.0}, onnxad="zero adjoint")
+    with pytest.raises(AssertionError, match="the chapter's convention is 2.0"):
+        check_conventions("QuantizeLinear", _quantize_vjp, [wrong], ort=False, reals=True)
+    # a float8 output beside PyTorch's float8 cast, whose backward takes the cotangent in float8
+    twin = lambda x, y_scale, y_zero_point=None, **attrs: (x / y_scale).to(torch.float8_e4m3fn)  # noqa: E731
+    at = Special("x/s = 1.0625", [np.array([2.125]), np.array(2.0)], {"x": 0.5, "y_scale": -2.125 / 4},
+                 attrs={"output_dtype": 17}, onnxad="zero adjoint")
+    rows = check_conventions("QuantizeLinear", _quantize_vjp, [at], twin=twin, ort=False, reals=True).table.rows
+    assert [r[3] for r in rows] == ["0.5", "-0.53125"] and all("PyTorch agrees" in r[6] for r in rows)

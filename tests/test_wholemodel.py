@@ -77,3 +77,50 @@ def test_a_twin_that_differs_is_caught():
     case.twin = lambda v: {"loss": real(v)["loss"] * (1 + 1e-9)}
     with pytest.raises(AssertionError, match="MLP: the twin's loss"):
         case.check_twin()
+
+
+def test_as_float32_converts_the_graphs_nodes_hold():
+    body = h.make_graph([h.make_node("Identity", ["c"], ["c_out"]), h.make_node("Tanh", ["v"], ["v_out"])], "b",
+                        [h.make_tensor_value_info("i", T.INT64, []), h.make_tensor_value_info("c", T.BOOL, []),
+                         h.make_tensor_value_info("v", T.DOUBLE, [2])],
+                        [h.make_tensor_value_info("c_out", T.BOOL, []), h.make_tensor_value_info("v_out", T.DOUBLE, [2])])
+    g = h.make_graph([h.make_node("Loop", ["M", "", "x"], ["y"], body=body)], "loop",
+                     [h.make_tensor_value_info("x", T.DOUBLE, [2])], [h.make_tensor_value_info("y", T.DOUBLE, [2])],
+                     initializer=[nh.from_array(np.array(2, np.int64), "M")])
+    m32 = wm.as_float32(h.make_model(g, opset_imports=[h.make_opsetid("", OPSET)]))
+    inner = m32.graph.node[0].attribute[0].g
+    assert [v.type.tensor_type.elem_type for v in inner.input] == [T.INT64, T.BOOL, T.FLOAT]
+    assert inner.output[1].type.tensor_type.elem_type == T.FLOAT
+    assert m32.graph.initializer[0].data_type == T.INT64  # an integer stays as it is
+    assert body.input[2].type.tensor_type.elem_type == T.DOUBLE  # the model given is not changed
+
+
+def _through_sequence(direct=True):
+    """x -> SequenceConstruct -> SequenceAt(0) -> e; y = e * x (direct) or y = e * e, doubles."""
+    nodes = [h.make_node("SequenceConstruct", ["x"], ["s"]), h.make_node("SequenceAt", ["s", "i"], ["e"]),
+             h.make_node("Mul", ["e", "x" if direct else "e"], ["y"])]
+    g = h.make_graph(nodes, "g", [h.make_tensor_value_info("x", T.DOUBLE, [3])],
+                     [h.make_tensor_value_info("y", T.DOUBLE, [3])], [nh.from_array(np.array(0, np.int64), "i")])
+    return h.make_model(g, opset_imports=[h.make_opsetid("", 21)], ir_version=10)
+
+
+def test_a_wrong_gradient_in_a_model_is_recorded_and_a_right_or_missing_one_fails():
+    from proofkit.evidence import recorded
+
+    x = np.array([1.0, 2.0, 3.0])
+    res = wm.check_model_ort_defect("SequenceConstruct", "inputs", _through_sequence(), {"x": x}, {"y": np.ones(3)},
+                                    {"x": 2 * x}, reason="drops the sequence edge", vjp=None)
+    assert res.outcome == "differs (declared)" and "[1.0, 2.0, 3.0]" in res.notes
+    rec = [r for r in recorded("SequenceConstruct") if r.kind == "ort-differs"][-1]
+    assert rec.name == "inputs" and rec.data["what"] == "wrong value" and rec.detail == "drops the sequence edge"
+    # negative: the same model with the gradient ONNX Runtime gives declared as the proof's: no departure, it fails
+    with pytest.raises(AssertionError, match="gone"):
+        wm.check_model_ort_defect("SequenceConstruct", "inputs", _through_sequence(), {"x": x}, {"y": np.ones(3)},
+                                  {"x": x}, reason="r", vjp=None)
+    # negative: no path but the sequence edge: ONNX Runtime gives no gradient, which is no wrong value
+    with pytest.raises(AssertionError, match="gave none"):
+        wm.check_model_ort_defect("SequenceConstruct", "inputs", _through_sequence(False), {"x": x},
+                                  {"y": np.ones(3)}, {"x": 2 * x}, reason="r", vjp=None)
+    with pytest.raises(ValueError):
+        wm.check_model_ort_defect("SequenceConstruct", "inputs", _through_sequence(), {"x": x}, {"y": np.ones(3)},
+                                  {"x": 2 * x}, reason="", vjp=None)

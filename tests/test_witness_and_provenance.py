@@ -86,3 +86,30 @@ def test_a_witness_through_the_chapters_forward_needs_a_recorded_departure_and_s
     assert "left -1, right 1" in w.summary and "through the chapter's forward" in w.summary
     with pytest.raises(AssertionError, match="no kink"):  # the forward is really run: a smooth one has no kink
         witness_kink("Relu", [x], forward=lambda inputs, **attrs: [inputs[0] ** 2])
+
+
+def test_a_kink_in_a_float_format_input_is_witnessed_along_its_grid_with_reals():
+    import ml_dtypes
+    point = [np.array([6.0]), np.array(1.0), np.array(1.5, ml_dtypes.float6_e2m3fn)]  # x/s + z = 7.5, float6's top
+    w = witness_kink("QuantizeLinear", point, input=2, steps=(1.0, 0.5), reals=True)
+    assert "y_zero_point = 1.5 (float6_e2m3fn)" in w.summary and "left 1, right 0" in w.summary
+    with pytest.raises(AssertionError, match="a witness perturbs a float input"):  # without reals: not a float
+        witness_kink("QuantizeLinear", point, input=2, steps=(1.0, 0.5))
+    with pytest.raises(AssertionError, match="leaves the grid of float6_e2m3fn"):  # 1.5 + 0.3 is not a float6 value
+        witness_kink("QuantizeLinear", point, input=2, steps=(0.3, 0.25), reals=True)
+    with pytest.raises(AssertionError, match="no kink"):  # inside the range the function is linear in z
+        witness_kink("QuantizeLinear", [np.array([1.0]), np.array(1.0), point[2]], input=2, steps=(1.0, 0.5),
+                     reals=True)
+
+
+def test_the_rule_of_the_outer_values_is_traced_like_an_inputs_rule():
+    by_hand = ['f = sp.tanh(a * b)', 'def rule_if(a, b, g):\n    return {"a": g * (1 - sp.tanh(a * b) ** 2) * b}',
+               'check_vjp_symbolic_outer("If", {"a": a}, {"outputs": f}, {"outputs": g}, rule_if(a, b, g), vjp=vjp, '
+               'call=[c])']
+    deps, derived = rule_dependencies(by_hand)
+    assert "rule_if" in deps and derived == set()
+    derived_rule = ['f = sp.tanh(a * b)', 'df = f.diff(a)',
+                    'check_vjp_symbolic_outer("If", {"a": a}, {"outputs": f}, {"outputs": g}, rule={"a": g * df}, '
+                    'vjp=vjp, call=[c])']
+    assert rule_dependencies(derived_rule)[1] == {"df"}
+    assert rule_dependencies(["check_vjp_other(1, 2, 3, 4, g * df)", "df = f.diff(a)"]) == (set(), set())
