@@ -308,6 +308,19 @@ def _cotangents(outputs, rng):
     return [values.draw_like(y, rng) for y in outputs]
 
 
+def as_engine_sees(g, theirs, x, reals: bool = False):
+    """vjp's gradient `g` of the input `x` and an engine's gradient `theirs`, ready to compare: a sequence as one vector
+    over its elements (None as zeros); a tensor as float64 (None as zeros), rounded to the input's format first when
+    `reals` reads a float8/float6/float4/bfloat16 input as reals (an engine returns that input's gradient in its
+    format)."""
+    if values.is_sequence(x):
+        return values.flat(g, x), values.flat(theirs, x)
+    mine = np.zeros(np.shape(x)) if g is None else np.asarray(g, np.float64)
+    if reals and _is_float_format(x):
+        mine = mine.astype(np.asarray(x).dtype).astype(np.float64)
+    return mine, theirs
+
+
 def _call_vjp(op, vjp, inputs, cotangents, full_attrs, reals: bool = False):
     info = op_info(op)
     grads = vjp(list(inputs), list(cotangents), **full_attrs)

@@ -14,7 +14,7 @@ import time
 import numpy as np
 import onnx
 
-from .reverse import ReverseModeError, chapters_missing, default_opset, forward, gradients, load_model, upgrade
+from .reverse import ReverseModeError, chapters_missing, default_opset, gradients, load_model, upgrade
 
 #: Symbolic or unknown dimensions of a graph input get this size when the command draws the input itself.
 FREE_DIM = 2
@@ -38,45 +38,15 @@ def random_inputs(model: onnx.ModelProto, seed: int = 0) -> dict[str, np.ndarray
     return feeds
 
 
-def objective(model, feeds, cotangents) -> float:
-    """Σ over the float outputs of ⟨output, cotangent⟩, in float64, from one onnx.reference run."""
-    values = forward(model, feeds)
-    total = 0.0
-    for o in model.graph.output:
-        y = values[o.name]
-        if np.issubdtype(y.dtype, np.floating):
-            g = cotangents.get(o.name)
-            total += float(np.sum(y.astype(np.float64) * (1.0 if g is None else np.asarray(g, np.float64))))
-    return total
-
-
 def finite_difference_check(model, feeds, cotangents, result, *, directions: int = 3, seed: int = 1):
     """Central differences of the objective along random directions of all parameters at once, against the
-    reverse mode's directional derivative. Returns one (fd, reverse) pair per direction."""
-    rng = np.random.default_rng(seed)
-    inits = {t.name: onnx.numpy_helper.to_array(t) for t in model.graph.initializer}
-    base = {**inits, **feeds}
-    params = list(result.grads)
-    pairs = []
-    for _ in range(directions):
-        d = {p: rng.standard_normal(np.shape(base[p])) for p in params}
-        wide = min(np.finfo(base[p].dtype).eps for p in params)
-        eps = 1e-6 if wide < 1e-10 else 1e-2
-        def shifted(s):
-            values = {p: (base[p] + s * eps * d[p]).astype(base[p].dtype) for p in params}
-            m = onnx.ModelProto()
-            m.CopyFrom(model)
-            keep = [t for t in m.graph.initializer if t.name not in values]
-            del m.graph.initializer[:]
-            m.graph.initializer.extend(keep)
-            for p in params:
-                if p in inits:
-                    m.graph.initializer.append(onnx.numpy_helper.from_array(values[p], p))
-            return objective(m, {k: values.get(k, v) for k, v in feeds.items()}, cotangents)
-        fd = (shifted(1) - shifted(-1)) / (2 * eps)
-        rev = sum(float(np.sum(result.grads[p].astype(np.float64) * d[p])) for p in params)
-        pairs.append((fd, rev))
-    return pairs
+    reverse mode's directional derivative (proofkit.wholemodel.fd_directions), with a step of 1e-6 for float64
+    parameters and 1e-2 otherwise. Returns one (fd, reverse) pair per direction."""
+    from .wholemodel import fd_directions
+
+    wide = min(np.finfo(g.dtype).eps for g in result.grads.values())
+    return fd_directions(model, feeds, cotangents, result.grads, directions=directions, seed=seed,
+                         eps=1e-6 if wide < 1e-10 else 1e-2)
 
 
 def _progress(start):

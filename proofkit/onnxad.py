@@ -19,7 +19,7 @@ from __future__ import annotations
 import numpy as np
 
 from .checks import (DIFFERS_DECLARED, NOTHING_COMPARED, REFUSED_ONNXAD, CheckResult, _Worst, _attr_text, _call_vjp,
-                     _is_float, _is_float_format, _shapes_text, _shown_name, compare_with_engine)
+                     _is_float, _is_float_format, _shapes_text, _shown_name, as_engine_sees, compare_with_engine)
 from .evidence import record
 from .onnxrun import run_onnx, stand_in_ops
 from .schema import op_info
@@ -363,12 +363,7 @@ def check_vjp_onnxad(op, vjp, inputs, attrs=None, *, seed=0, rtol=1e-9, atol=1e-
         name, shown = info.input_name(i), _shown_name(info, i)
         if x[i] is None or not real(x[i]) or t is None:
             continue
-        if values.is_sequence(x[i]):  # one vector over the elements, None as zeros
-            mine, t = values.flat(g, x[i]), values.flat(t, x[i])
-        else:
-            mine = np.zeros(np.shape(x[i])) if g is None else np.asarray(g, np.float64)
-            if reals and _is_float_format(x[i]):  # the engine's gradient of such an input is in its format
-                mine = mine.astype(np.asarray(x[i]).dtype).astype(np.float64)
+        mine, t = as_engine_sees(g, t, x[i], reals)
         c = compare_with_engine(op, "onnx-ad", shown, mine, t, rtol=rtol, atol=atol, declared=disagree.get(name))
         if not c.agree:
             witnesses.append(f"{shown}: onnx-ad differs ({c.why}); {disagree[name]}")

@@ -16,7 +16,8 @@ import re
 import numpy as np
 
 from .checks import (DIFFERS_DECLARED, NOTHING_COMPARED, REFUSED, CheckResult, _Worst, _as_list, _attr_text,
-                     _call_vjp, _is_float, _is_float_format, _shapes_text, _shown_name, compare_with_engine)
+                     _call_vjp, _is_float, _is_float_format, _shapes_text, _shown_name, as_engine_sees,
+                     compare_with_engine)
 from .evidence import record
 from .onnxrun import run_onnx
 from .schema import op_info
@@ -340,12 +341,7 @@ def check_vjp_ort(op, vjp, inputs, attrs=None, *, seed=0, rtol=1e-4, atol=1e-5,
             record(op, name, "ort-none", vjp)
             missing.append(shown)
             continue
-        if values.is_sequence(x[i]):  # one vector over the elements, None as zeros
-            mine, t = values.flat(g, x[i]), values.flat(t, x[i])
-        else:
-            mine = np.zeros(np.shape(x[i])) if g is None else np.asarray(g, np.float64)
-            if reals and _is_float_format(x[i]):  # the engine's gradient of such an input is in its format
-                mine = mine.astype(np.asarray(x[i]).dtype).astype(np.float64)
+        mine, t = as_engine_sees(g, t, x[i], reals)
         c = compare_with_engine(op, "ONNX Runtime", shown, mine, t, rtol=rtol, atol=atol, declared=disagree.get(name))
         if not c.agree:
             witnesses.append(f"{shown}: ONNX Runtime differs ({c.why}); {disagree[name]}")
@@ -367,35 +363,39 @@ def check_vjp_ort(op, vjp, inputs, attrs=None, *, seed=0, rtol=1e-4, atol=1e-5,
     return CheckResult("ONNX Runtime", op, checked, detail, error=worst.err, tol=worst.tol, **fields)
 
 
-def float32_graphs(attrs: dict) -> dict:
-    """The attributes with every graph (If's branches, a Loop, Scan or SequenceMap body) in float32, as the node's
-    float inputs are fed: double graph inputs, outputs, value infos, initializers, Constant tensors and Cast targets,
-    nested graphs included. Other attributes are left as they are."""
+def float32_graph(graph):
+    """A copy of the graph in float32: double graph inputs, outputs, value infos, initializers, Constant tensors and
+    Cast targets, nested graphs included."""
     import onnx
     from onnx import TensorProto, numpy_helper
 
-    def convert(graph):
-        g = onnx.GraphProto()
-        g.CopyFrom(graph)
-        stack = [g]
-        while stack:
-            h = stack.pop()
-            for t in h.initializer:
-                if t.data_type == TensorProto.DOUBLE:
-                    t.CopyFrom(numpy_helper.from_array(numpy_helper.to_array(t).astype(np.float32), t.name))
-            for v in list(h.input) + list(h.output) + list(h.value_info):
-                if v.type.tensor_type.elem_type == TensorProto.DOUBLE:
-                    v.type.tensor_type.elem_type = TensorProto.FLOAT
-            for node in h.node:
-                for a in node.attribute:
-                    if a.name == "to" and a.type == onnx.AttributeProto.INT and a.i == TensorProto.DOUBLE:
-                        a.i = TensorProto.FLOAT
-                    if a.type == onnx.AttributeProto.TENSOR and a.t.data_type == TensorProto.DOUBLE:
-                        a.t.CopyFrom(numpy_helper.from_array(numpy_helper.to_array(a.t).astype(np.float32), a.t.name))
-                    stack += [a.g] if a.type == onnx.AttributeProto.GRAPH else list(a.graphs)
-        return g
+    g = onnx.GraphProto()
+    g.CopyFrom(graph)
+    stack = [g]
+    while stack:
+        h = stack.pop()
+        for t in h.initializer:
+            if t.data_type == TensorProto.DOUBLE:
+                t.CopyFrom(numpy_helper.from_array(numpy_helper.to_array(t).astype(np.float32), t.name))
+        for v in list(h.input) + list(h.output) + list(h.value_info):
+            if v.type.tensor_type.elem_type == TensorProto.DOUBLE:
+                v.type.tensor_type.elem_type = TensorProto.FLOAT
+        for node in h.node:
+            for a in node.attribute:
+                if a.name == "to" and a.type == onnx.AttributeProto.INT and a.i == TensorProto.DOUBLE:
+                    a.i = TensorProto.FLOAT
+                if a.type == onnx.AttributeProto.TENSOR and a.t.data_type == TensorProto.DOUBLE:
+                    a.t.CopyFrom(numpy_helper.from_array(numpy_helper.to_array(a.t).astype(np.float32), a.t.name))
+                stack += [a.g] if a.type == onnx.AttributeProto.GRAPH else list(a.graphs)
+    return g
 
-    return {k: convert(v) if isinstance(v, onnx.GraphProto) else v for k, v in attrs.items()}
+
+def float32_graphs(attrs: dict) -> dict:
+    """The attributes with every graph (If's branches, a Loop, Scan or SequenceMap body) in float32, as the node's
+    float inputs are fed (`float32_graph`). Other attributes are left as they are."""
+    import onnx
+
+    return {k: float32_graph(v) if isinstance(v, onnx.GraphProto) else v for k, v in attrs.items()}
 
 
 class OrtRunError(Exception):

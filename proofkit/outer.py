@@ -294,16 +294,14 @@ def check_vjp_symbolic_outer(op, outer: dict, outputs: dict, cotangents: dict, r
     name -> matrix of symbols (for a sequence output, a list with one matrix per element, as check_vjp_symbolic
     takes it); rule: outer name -> matrix of expressions (the rule a reader writes); call: the node's inputs in schema
     order, as NumPy values (cond)."""
-    from .symbolic import _flat, _numeric
+    from .symbolic import _flat, _numeric, check_closed_form
 
     info = op_info(op)
     for name in list(outputs) + list(cotangents):
         if info.formal(name).role != "output":
             raise KeyError(f"{op}: {name} is not an output")
+    check_closed_form(op, rule)
     for name, r in rule.items():
-        if any(isinstance(e, sp.Basic) and e.has(sp.Derivative, sp.Subs) for e in _flat(r)):
-            raise AssertionError(f"{op}: the rule for {name} holds an unevaluated derivative; a rule is a closed "
-                                 "form written by hand, not a derivative of the model")
         if len(_flat(r)) != len(_flat(outer[name])):
             raise AssertionError(f"{op}: the rule for the outer value {name} has {len(_flat(r))} entries, the value "
                                  f"{len(_flat(outer[name]))}")
@@ -461,61 +459,18 @@ def check_vjp_engine_outer(op, vjp, engine: str, inputs, outer: dict, attrs=None
 def _ort_gradient(model, feeds, seeds, params) -> dict:
     """ONNX Runtime training's gradient graph of the float32 model (proofkit.wholemodel's objective and builder), fed
     as it is: sequences as lists (proofkit.wholemodel.ort_model_gradient takes tensors only)."""
-    import onnxruntime as ort
-
-    from .ortgrad import IR_VERSION, OPSET, _reason, ort_version, quiet_stderr
-    from .wholemodel import EngineRefused, _ort_build, _with_loss
+    from .wholemodel import _with_loss, run_gradient_graph
 
     m, cot_feeds = _with_loss(model, seeds, np.float32)
-    for entry in m.opset_import:
-        entry.version = min(entry.version, OPSET)
-    m.ir_version = IR_VERSION
-    try:
-        builder, wanted = _ort_build(m, params)
-    except RuntimeError as e:
-        raise EngineRefused(f"ONNX Runtime {ort_version()} could not build the gradient graph: "
-                            f"{_reason(str(e))}") from None
-    options = ort.SessionOptions()
-    options.log_severity_level = 3
-    try:
-        with quiet_stderr():
-            sess = ort.InferenceSession(builder.get_model(), options, providers=["CPUExecutionProvider"])
-            names = {i.name for i in sess.get_inputs()}
-            got = dict(zip([o.name for o in sess.get_outputs()],
-                           sess.run(None, {k: v for k, v in {**feeds, **cot_feeds}.items() if k in names})))
-    except Exception as e:  # noqa: BLE001 - built, and does not run: ONNX Runtime's words
-        raise EngineRefused(f"ONNX Runtime {ort_version()} built the gradient graph but could not run it: "
-                            f"{_reason(str(e).split('Status Message: ')[-1])}") from None
-    return {p: np.asarray(got[f"{p}_grad"], np.float64) for p in wanted if f"{p}_grad" in got}
+    return run_gradient_graph(m, params, {**feeds, **cot_feeds})
 
 
 def _onnxad_gradient(model, feeds, seeds, params, runner) -> dict:
-    """onnx-ad's adjoint model of the model, seeded, run by `runner` in float64 (as
-    proofkit.wholemodel.onnxad_model_gradient, with sequences fed as lists)."""
-    import onnx_ad
-    from onnx.reference import ReferenceEvaluator
+    """onnx-ad's adjoint model of the model, seeded, run by `runner` in float64 (proofkit.wholemodel.run_adjoint,
+    with sequences fed as lists)."""
+    from .wholemodel import run_adjoint
 
-    from .onnxad import _run_with_onnxruntime, onnxad_version
-    from .wholemodel import EngineRefused
-
-    try:
-        adjoint = onnx_ad.reverse(model, inputs=list(params), outputs=list(seeds), prefix="adj_", layout="onnx")
-    except Exception as e:  # noqa: BLE001 - onnx-ad's own refusal, quoted
-        raise EngineRefused(f"onnx-ad {onnxad_version()} could not build the adjoint model: {type(e).__name__}: "
-                            f"{' '.join(str(e).split())[:300]}") from None
-    feeds = {**feeds, **{f"adj_{n}": np.asarray(g)[..., None] for n, g in seeds.items()}}
-    wanted = [f"adj_{p}" for p in params]
-    try:
-        with np.errstate(all="ignore"):
-            if runner == "onnxruntime":
-                got = _run_with_onnxruntime(adjoint, wanted, feeds)
-            else:
-                needed = {i.name for i in adjoint.graph.input}
-                got = ReferenceEvaluator(adjoint).run(wanted, {k: v for k, v in feeds.items() if k in needed})
-    except Exception as e:  # noqa: BLE001 - built, and the runner could not run it
-        raise EngineRefused(f"onnx-ad {onnxad_version()} built the adjoint model, which {runner} could not run: "
-                            f"{type(e).__name__}: {' '.join(str(e).split())[:300]}") from None
-    return {p: np.asarray(g)[..., 0] for p, g in zip(params, got)}
+    return run_adjoint(model, params, seeds, feeds, runner)
 
 
 def ort_builders() -> list[str]:

@@ -212,6 +212,19 @@ def forward(model: onnx.ModelProto, feeds: dict) -> dict[str, np.ndarray]:
     return values
 
 
+def objective(model, feeds, cotangents) -> float:
+    """Σ over the float outputs of ⟨output, cotangent⟩ (ones where `cotangents` names none), in float64, from one
+    onnx.reference run: the function whose gradient `gradients` returns."""
+    values = forward(model, feeds)
+    total = 0.0
+    for o in model.graph.output:
+        y = values[o.name]
+        if isinstance(y, np.ndarray) and np.issubdtype(y.dtype, np.floating):
+            g = cotangents.get(o.name)
+            total += float(np.sum(y.astype(np.float64) * (1.0 if g is None else np.asarray(g, np.float64))))
+    return total
+
+
 def _check_node(node, index, opset):
     if node.domain not in ("", "ai.onnx"):
         raise ReverseModeError(f"{describe(node, index)} is of domain {node.domain!r}: the book proves the operators "

@@ -47,24 +47,11 @@ def with_parameters_as_inputs(model: onnx.ModelProto, params: list[str]) -> onnx
 def as_float32(model: onnx.ModelProto) -> onnx.ModelProto:
     """The same model in float32: double initializers, graph inputs, outputs, value infos and Cast targets, and the
     graphs its nodes hold (If's branches, Loop's and Scan's bodies)."""
+    from .ortgrad import float32_graph
+
     m = onnx.ModelProto()
     m.CopyFrom(model)
-    g = m.graph
-    for t in list(g.initializer):
-        if t.data_type == TensorProto.DOUBLE:
-            t.CopyFrom(numpy_helper.from_array(numpy_helper.to_array(t).astype(np.float32), t.name))
-    for v in list(g.input) + list(g.output) + list(g.value_info):
-        if v.type.tensor_type.elem_type == TensorProto.DOUBLE:
-            v.type.tensor_type.elem_type = TensorProto.FLOAT
-    for node in g.node:
-        for a in node.attribute:
-            if a.name == "to" and a.i == TensorProto.DOUBLE:
-                a.i = TensorProto.FLOAT
-            if a.type == onnx.AttributeProto.TENSOR and a.t.data_type == TensorProto.DOUBLE:
-                a.t.CopyFrom(numpy_helper.from_array(numpy_helper.to_array(a.t).astype(np.float32), a.t.name))
-            if a.type == onnx.AttributeProto.GRAPH:  # a branch or a body: in float32 too (proofkit.ortgrad)
-                from .ortgrad import float32_graphs
-                a.g.CopyFrom(float32_graphs({"g": a.g})["g"])
+    m.graph.CopyFrom(float32_graph(model.graph))
     return m
 
 
@@ -162,9 +149,6 @@ def ort_model_gradient(model, feeds, cotangents, params, *, declare_outputs: boo
     `ort_double_refusal`), at opset 21 and IR version 10 (the newest ONNX Runtime 1.19 reads). Parameters the builder
     gives no gradient (Clip's max) are left out of the result, as the single-node check does. With
     `declare_outputs`, the nodes' omitted optional outputs are named first (`with_optional_outputs`)."""
-    import onnxruntime as ort
-    from .ortgrad import _reason, ort_version, quiet_stderr
-
     m32 = as_float32(with_parameters_as_inputs(with_optional_outputs(model) if declare_outputs else model, params))
     m32, cot_feeds = _with_loss(m32, cotangents, np.float32)
     inits = {t.name: numpy_helper.to_array(t) for t in model.graph.initializer}
@@ -172,21 +156,31 @@ def ort_model_gradient(model, feeds, cotangents, params, *, declare_outputs: boo
     all_feeds = {k: (np.asarray(v, np.float32) if np.issubdtype(np.asarray(v).dtype, np.floating) else np.asarray(v))
                  for k, v in all_feeds.items()}
     all_feeds.update(cot_feeds)
+    return run_gradient_graph(m32, params, all_feeds)
+
+
+def run_gradient_graph(model, params, feeds: dict) -> dict:
+    """ONNX Runtime training's gradient graph of `model` (float32, with the objective LOSS: `_with_loss`), built by
+    its GradientGraphBuilder (`_ort_build`) and run on its CPU provider on `feeds` (sequences as lists): the gradient
+    per parameter it differentiates. Raises EngineRefused with ONNX Runtime's words."""
+    import onnxruntime as ort
+
+    from .ortgrad import _reason, ort_version, quiet_stderr
+
     ort.set_default_logger_severity(3)
     try:
-        builder, wanted = _ort_build(m32, params)
+        builder, wanted = _ort_build(model, params)
     except RuntimeError as e:
         raise EngineRefused(f"ONNX Runtime {ort_version()} could not build the gradient graph: "
                             f"{_reason(str(e))}") from None
-    grad_model = onnx.load_from_string(builder.get_model())
     options = ort.SessionOptions()
     options.log_severity_level = 3
     try:
         with quiet_stderr():
-            sess = ort.InferenceSession(grad_model.SerializeToString(), options, providers=["CPUExecutionProvider"])
+            sess = ort.InferenceSession(builder.get_model(), options, providers=["CPUExecutionProvider"])
             names = {i.name for i in sess.get_inputs()}
-            outs = [o.name for o in sess.get_outputs()]
-            got = dict(zip(outs, sess.run(None, {k: v for k, v in all_feeds.items() if k in names})))
+            got = dict(zip([o.name for o in sess.get_outputs()],
+                           sess.run(None, {k: v for k, v in feeds.items() if k in names})))
     except Exception as e:  # noqa: BLE001 - the graph was built and does not run: ONNX Runtime's words
         raise EngineRefused(f"ONNX Runtime {ort_version()} built the gradient graph but could not run it: "
                             f"{_reason(str(e).split('Status Message: ')[-1])}") from None
@@ -209,29 +203,35 @@ def ort_double_refusal(model, feeds, cotangents, params) -> str:
 def onnxad_model_gradient(model, feeds, cotangents, params, *, runner="onnx.reference") -> dict[str, np.ndarray]:
     """onnx-ad's adjoint model of the model (parameters moved to graph inputs), seeded with the cotangents, run with
     `onnx.reference` or with ONNX Runtime (float64, optimizations off, opset relabelled 21: proofkit.onnxad)."""
+    m = with_parameters_as_inputs(model, params)
+    inits = {t.name: numpy_helper.to_array(t) for t in model.graph.initializer}
+    all_feeds = {**{k: v for k, v in inits.items() if k in params}, **{k: np.asarray(v) for k, v in feeds.items()}}
+    return run_adjoint(m, params, cotangents, all_feeds, runner)
+
+
+def run_adjoint(model, params, seeds: dict, feeds: dict, runner: str = "onnx.reference") -> dict:
+    """onnx-ad's adjoint model of `model` (whose parameters are graph inputs) for the outputs in `seeds`, seeded with
+    them and run by `runner` ("onnx.reference" or "onnxruntime") on `feeds` (sequences as lists): the gradient per
+    parameter. Raises EngineRefused with onnx-ad's or the runner's words."""
     import onnx_ad
     from onnx.reference import ReferenceEvaluator
 
     from .onnxad import _run_with_onnxruntime, onnxad_version
 
-    m = with_parameters_as_inputs(model, params)
-    inits = {t.name: numpy_helper.to_array(t) for t in model.graph.initializer}
-    all_feeds = {**{k: v for k, v in inits.items() if k in params}, **{k: np.asarray(v) for k, v in feeds.items()}}
     try:
-        adjoint = onnx_ad.reverse(m, inputs=list(params), outputs=list(cotangents), prefix="adj_", layout="onnx")
+        adjoint = onnx_ad.reverse(model, inputs=list(params), outputs=list(seeds), prefix="adj_", layout="onnx")
     except Exception as e:  # noqa: BLE001 - onnx-ad's own refusal, quoted
         raise EngineRefused(f"onnx-ad {onnxad_version()} could not build the adjoint model: {type(e).__name__}: "
                             f"{' '.join(str(e).split())[:300]}") from None
-    for name, g in cotangents.items():
-        all_feeds[f"adj_{name}"] = np.asarray(g)[..., None]
+    feeds = {**feeds, **{f"adj_{name}": np.asarray(g)[..., None] for name, g in seeds.items()}}
     wanted = [f"adj_{p}" for p in params]
     try:
         with np.errstate(all="ignore"):
             if runner == "onnxruntime":
-                got = _run_with_onnxruntime(adjoint, wanted, all_feeds)
+                got = _run_with_onnxruntime(adjoint, wanted, feeds)
             else:
                 needed = {i.name for i in adjoint.graph.input}
-                got = ReferenceEvaluator(adjoint).run(wanted, {k: v for k, v in all_feeds.items() if k in needed})
+                got = ReferenceEvaluator(adjoint).run(wanted, {k: v for k, v in feeds.items() if k in needed})
     except Exception as e:  # noqa: BLE001 - the adjoint model was built and the runner could not run it
         raise EngineRefused(f"onnx-ad {onnxad_version()} built the adjoint model, which "
                             f"{'ONNX Runtime' if runner == 'onnxruntime' else 'onnx.reference'} could not run: "
@@ -260,7 +260,7 @@ def fd_directions(model, feeds, cotangents, grads: dict, *, directions: int = 3,
     """Central differences of the objective along random directions of all parameters at once, each against the
     directional derivative Σ⟨grad, direction⟩ of `grads`: one (finite difference, directional derivative) pair per
     direction."""
-    from .gradcmd import objective
+    from .reverse import objective
 
     rng = np.random.default_rng(seed)
     inits = {t.name: numpy_helper.to_array(t) for t in model.graph.initializer}

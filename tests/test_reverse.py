@@ -23,7 +23,7 @@ def model(nodes, inputs, outputs, inits=(), opset=OPSET):
 
 def fd(m, feeds, name, eps=1e-6):
     """Central differences of the sum of the outputs, entry by entry of one parameter (small models only)."""
-    from proofkit.gradcmd import objective
+    from proofkit.reverse import objective
     base = feeds[name] if name in feeds else nh.to_array(next(t for t in m.graph.initializer if t.name == name))
     out = np.zeros_like(base)
     for idx in np.ndindex(base.shape):
