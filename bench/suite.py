@@ -77,12 +77,11 @@ def main(argv=None) -> int:
     cells = []
     for case in ET.parse(report).iter("testcase"):
         t = float(case.get("time", 0))
-        name = case.get("classname", "") + "::" + case.get("name", "")
-        path = name.split("::")[0].replace(".", "/")
-        key = next((str(c) for c in chapters + floor if c.stem in name and c.parent.name in name), path)
+        cls = case.get("classname", "")  # "proofs.Abs.ipynb": the notebook's path with "/" written "."
+        key = cls[: -len(".ipynb")].replace(".", "/") + ".ipynb" if cls.endswith(".ipynb") else cls
         per_file[key] += t
-        cells.append((t, name))
-    suite = {k: v for k, v in per_file.items() if "/proofs/" in k}
+        cells.append((t, f"{Path(key).name}::{case.get('name', '')}"))
+    suite = {k: v for k, v in per_file.items() if k.startswith("proofs/")}
     base = {k: v for k, v in per_file.items() if "bench-floor" in k}
     total, floor_total = sum(suite.values()), sum(base.values())
     print(f"chapters: {len(suite)}; floor notebooks: {len(base)}; workers: {args.workers}")
@@ -97,9 +96,11 @@ def main(argv=None) -> int:
         print(f"  {v:6.1f} s  {Path(k).name}")
     print("\nslowest cells:")
     for t, name in sorted(cells, reverse=True)[: args.top]:
-        print(f"  {t:6.1f} s  {name.split('.')[-1] if '::' not in name else name.split('proofs.')[-1]}")
+        print(f"  {t:6.1f} s  {name}")
     if run.returncode:
-        print("\nthe run failed:\n" + run.stdout[-3000:], file=sys.stderr)
+        failed = [line for line in run.stdout.splitlines() if line.startswith(("FAILED", "ERROR"))]
+        print("\nthe run failed (its figures still stand for what ran):\n" + "\n".join(failed or
+              [run.stdout[-3000:]]), file=sys.stderr)
     return run.returncode
 
 
