@@ -473,6 +473,23 @@ def check_vjp_fd(op, vjp, inputs, attrs=None, *, seed=0, n_dirs=2, eps=1e-6, rto
                        + (f"; discrete output {discrete}" if discrete else "") + secant)
 
 
+def compare_with_torch(op, what, mine, theirs, x, rtol, atol, worst) -> None:
+    """vjp's gradient `mine` of the value `x` against PyTorch's `theirs` (a sequence as one vector over its elements;
+    None, whole or an element, as zeros): AssertionError naming `what` beyond atol + rtol·max(|theirs|, 1), else the
+    error is added to `worst`."""
+    if values.is_sequence(x):
+        mine, theirs = values.flat(mine, x), values.flat(theirs, x)
+    else:
+        mine = np.zeros(np.shape(x)) if mine is None else np.asarray(mine, np.float64)
+        theirs = np.zeros(np.shape(x)) if theirs is None else theirs
+    err = _max_err(mine, theirs)
+    tol = atol + rtol * max(float(np.max(np.abs(theirs))) if theirs.size else 0.0, 1.0)
+    if not err <= tol:
+        raise AssertionError(f"{op}: gradient of {what} differs from PyTorch autograd by {err:.3e} "
+                             f"(tolerance {tol:.1e})")
+    worst.add(err, tol)
+
+
 def torch_leaves(inputs) -> list:
     """Torch tensors for the op's inputs (None stays None, a sequence becomes a list of tensors), the float ones
     requiring a gradient."""
@@ -540,16 +557,7 @@ def check_vjp_torch(op, vjp, twin, inputs, attrs=None, *, seed=0, rtol=1e-10, at
         if g is None:
             _record_none(op, i, inputs[i], none, vjp, want)
             continue
-        if values.is_sequence(inputs[i]):  # one vector over the elements, None (whole or an element) as zeros
-            g, tg = values.flat(g, inputs[i]), values.flat(tgrads[i], inputs[i])
-        else:
-            tg = np.zeros(np.shape(inputs[i])) if tgrads[i] is None else tgrads[i]
-        err = _max_err(g, tg)
-        tol = atol + rtol * max(float(np.max(np.abs(tg))) if tg.size else 0.0, 1.0)
-        if not err <= tol:
-            raise AssertionError(f"{op}: gradient of input {shown} differs from PyTorch autograd by {err:.3e} "
-                                 f"(tolerance {tol:.1e})")
-        worst.add(err, tol)
+        compare_with_torch(op, f"input {shown}", g, tgrads[i], inputs[i], rtol, atol, worst)
         record(op, name, "torch", vjp)
         checked.append(shown)
     record_types(op, inputs, want)

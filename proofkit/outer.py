@@ -229,7 +229,7 @@ def check_vjp_torch_outer(op, vjp, twin, inputs, outer: dict, attrs=None, *, see
     the outer values; the twin's forward is first compared with onnx.reference (the node with the outer values fed)."""
     import torch
 
-    from .checks import torch_gradients, torch_leaves
+    from .checks import compare_with_torch, torch_gradients, torch_leaves
 
     info = op_info(op)
     inputs, outer = list(inputs), dict(outer)
@@ -252,17 +252,7 @@ def check_vjp_torch_outer(op, vjp, twin, inputs, outer: dict, attrs=None, *, see
     checked, none, worst = [], [], _Worst()
 
     def compare(mine, theirs, x, what):
-        if values.is_sequence(x):
-            mine, theirs = values.flat(mine, x), values.flat(theirs, x)
-        else:
-            mine = np.zeros(np.shape(x)) if mine is None else np.asarray(mine, np.float64)
-            theirs = np.zeros(np.shape(x)) if theirs is None else theirs
-        err = _max_err(mine, theirs)
-        tol = atol + rtol * max(float(np.max(np.abs(theirs))) if theirs.size else 0.0, 1.0)
-        if not err <= tol:
-            raise AssertionError(f"{op}: gradient of {what} differs from PyTorch autograd by {err:.3e} "
-                                 f"(tolerance {tol:.1e})")
-        worst.add(err, tol)
+        compare_with_torch(op, what, mine, theirs, x, rtol, atol, worst)
 
     for i, g in enumerate(grads):
         if g is None:
