@@ -362,3 +362,19 @@ def test_symbolic_check_splits_a_variadic_outputs_cotangent_over_the_outputs():
     assert check_vjp_symbolic("Loop", **kwargs, vjp=good).names == ["v_initial"]
     with pytest.raises(AssertionError, match="differs from the proved rule"):
         check_vjp_symbolic("Loop", **kwargs, vjp=first_only)
+
+
+def test_vanishes_proves_zero_by_the_cheapest_exact_form_and_keeps_a_residue_otherwise():
+    from proofkit.symbolic import vanishes
+    x, y, g = sp.symbols("x y g", real=True)
+    s = 1 / (1 + sp.exp(-x))
+    # zero as written, after expansion, as one fraction, and only after simplify (a trigonometric identity)
+    assert vanishes(sp.Integer(0)) == 0
+    assert vanishes((x + y) ** 2 - x ** 2 - 2 * x * y - y ** 2) == 0
+    assert vanishes(g * s * (1 - s) - g * sp.diff(s, x)) == 0
+    assert vanishes(g * (sp.sin(x) ** 2 + sp.cos(x) ** 2) - g) == 0
+    assert vanishes(g * (1 - sp.tanh(x) ** 2) - g * sp.diff(sp.tanh(x), x)) == 0
+    # a wrong rule is not proved: what is left is returned, not 0
+    assert vanishes(g * s * (1 - s) * 1.001 - g * sp.diff(s, x)) != 0
+    assert vanishes(g * s - g * sp.diff(s, x)) != 0
+    assert sp.simplify(vanishes(g * sp.cos(x) ** 2 - g) + g * sp.sin(x) ** 2) == 0
