@@ -142,3 +142,19 @@ def test_ort_gradient_of_a_node_holding_a_double_graph_reaches_onnx_runtimes_bui
         with pytest.raises(NoGradientBuilder, match="has no gradient builder for Loop"):
             ort_gradient("Loop", [np.array(2, np.int64), np.array(True), np.array([1.0, -2.0], dtype)],
                          [np.ones(2), np.ones((2, 2))], {"body": _copy_body()})
+
+
+def test_onnxruntime_imports_without_the_ortmodule_probe_and_the_probe_would_fail_anyway():
+    """proofkit answers onnxruntime's import-time ORTModule probe "not installed" (proofkit.ortgrad): the answer the
+    probe itself reaches with these pins, checked here in a clean process, without the cost of getting there."""
+    import subprocess
+    import sys
+    probe = ("try:\n from onnxruntime.training.ortmodule import ORTModule\n print('loads')\n"
+             "except ImportError:\n print('fails')\n")
+    alone = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True, timeout=300)
+    assert alone.stdout.strip().endswith("fails"), alone.stdout + alone.stderr[-500:]
+    kit = ("import sys, numpy as np, proofkit, onnxruntime\n"
+           "print(onnxruntime.__version__, 'torch.onnx' in sys.modules)\n"
+           "print(proofkit.ort_gradient('Sin', [np.zeros(2)], [np.ones(2)])[0].tolist())\n")
+    run = subprocess.run([sys.executable, "-c", kit], capture_output=True, text=True, timeout=300)
+    assert run.stdout.split("\n")[:2] == ["1.19.2 False", "[1.0, 1.0]"], run.stdout + run.stderr[-500:]
