@@ -378,3 +378,25 @@ def test_vanishes_proves_zero_by_the_cheapest_exact_form_and_keeps_a_residue_oth
     assert vanishes(g * s * (1 - s) * 1.001 - g * sp.diff(s, x)) != 0
     assert vanishes(g * s - g * sp.diff(s, x)) != 0
     assert sp.simplify(vanishes(g * sp.cos(x) ** 2 - g) + g * sp.sin(x) ** 2) == 0
+
+
+def test_a_proved_identity_is_not_proved_again_but_the_tie_always_runs(monkeypatch):
+    import proofkit.symbolic as symbolic
+    x, p = sp.Symbol("x", real=True), sp.Symbol("p", positive=True)
+    g = sp.Symbol("g")
+    y = sp.Max(0, x)
+    good = sp.Piecewise((g, x > 0), (0, True))
+    args = ("Relu", {"X": [x]}, {"Y": [y]}, {"Y": [g]}, {"X": [good]})
+    check_vjp_symbolic(*args, pieces=[{x: p}, {x: -p}], vjp=relu_vjp)
+    calls = []
+    monkeypatch.setattr(symbolic, "vanishes", lambda d: calls.append(d) or sp.simplify(d))
+    check_vjp_symbolic(*args, pieces=[{x: p}, {x: -p}], vjp=relu_vjp)
+    assert calls == []  # the same identity: not proved again
+    with pytest.raises(AssertionError, match="vjp's gradient for X differs from the proved rule"):
+        check_vjp_symbolic(*args, pieces=[{x: p}, {x: -p}],
+                           vjp=lambda inputs, cotangents, **a: [1.001 * relu_vjp(inputs, cotangents)[0]])
+    assert calls == []  # a wrong vjp is caught by the tie, which always runs
+    with pytest.raises(AssertionError, match=r"the rule for X\[0\] differs from Jᵀḡ"):  # another rule: proved anew
+        check_vjp_symbolic("Relu", {"X": [x]}, {"Y": [y]}, {"Y": [g]}, {"X": [good * 2]}, pieces=[{x: p}, {x: -p}],
+                           vjp=relu_vjp)
+    assert calls
