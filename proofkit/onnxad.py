@@ -180,9 +180,7 @@ def onnxad_gradient(op, inputs, cotangents, attrs=None, *, with_how: bool = Fals
         grads = [None] * len(inputs)
         return (grads, "rule") if with_how else grads
     try:
-        how = how_reached(model, op)
-        adjoint = onnx_ad.reverse(model, inputs=wanted, outputs=[f"y{k}" for k in seeded], prefix="adj_",
-                                  layout="onnx")
+        how, adjoint = _adjoint(model, op, tuple(wanted), tuple(seeded))
     except onnx_ad.UnsupportedOperator as e:
         text = " ".join(str(e).split())
         no_rule = text.startswith(f"no reverse rule for {op} ")
@@ -226,6 +224,27 @@ def onnxad_gradient(op, inputs, cotangents, attrs=None, *, with_how: bool = Fals
         grads = [g if g is None or not _is_float_format(g) else g.astype(np.float64) for g in grads]
     grads += [None] * (len(inputs) - len(grads))
     return (grads, how) if with_how else grads
+
+
+#: Adjoint models built in this process, by (the one-node model's bytes, inputs, seeded outputs): a check that samples
+#: several points of one shape asks onnx-ad for the same adjoint each time. The model holds every value that is not a
+#: graph input (integer inputs, constants), so equal bytes mean the same adjoint. A failure is not kept.
+_ADJOINTS: dict = {}
+
+
+def _adjoint(model, op, wanted: tuple, seeded: tuple):
+    """(how onnx-ad reached op, onnx-ad's adjoint model) of `model` for the inputs `wanted` and seeded outputs."""
+    import onnx_ad
+
+    key = (model.SerializeToString(deterministic=True), op, wanted, seeded)
+    if key not in _ADJOINTS:
+        how = how_reached(model, op)
+        adjoint = onnx_ad.reverse(model, inputs=list(wanted), outputs=[f"y{k}" for k in seeded], prefix="adj_",
+                                  layout="onnx")
+        if len(_ADJOINTS) >= 256:
+            _ADJOINTS.pop(next(iter(_ADJOINTS)))
+        _ADJOINTS[key] = (how, adjoint)
+    return _ADJOINTS[key]
 
 
 def _run_with_onnxruntime(adjoint, wanted_out, feeds):

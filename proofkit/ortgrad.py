@@ -133,6 +133,79 @@ def ort_version() -> str:
     return onnxruntime.__version__
 
 
+#: Gradient graphs ONNX Runtime built in this process, by (the loss model's bytes, the inputs asked for): the graph's
+#: bytes and the inputs it gave a gradient for, or its refusal. A check that samples several points of one shape
+#: builds the graph once; the model holds every value that is not fed (attributes are in the node).
+_BUILT: dict = {}
+#: Inference sessions by model bytes, for operators without a `seed` attribute: a session of a random operator keeps
+#: its generator's state between runs, which a fresh session does not.
+_SESSIONS: dict = {}
+
+
+def _session(model_bytes: bytes, op: str):
+    """An ONNX Runtime CPU session of the model (log severity 3); one per model and process unless op is random."""
+    import onnxruntime as ort
+
+    if model_bytes in _SESSIONS:
+        return _SESSIONS[model_bytes]
+    options = ort.SessionOptions()
+    options.log_severity_level = 3
+    sess = ort.InferenceSession(model_bytes, options, providers=["CPUExecutionProvider"])
+    if all(a.name != "seed" for a in op_info(op).attributes):
+        _SESSIONS[model_bytes] = sess
+        if len(_SESSIONS) > 128:
+            _SESSIONS.pop(next(iter(_SESSIONS)))
+    return sess
+
+
+def _build_gradient(model, wanted: set, reals: bool, op: str) -> tuple:
+    """ONNX Runtime's GradientGraphBuilder on the loss model: (the gradient graph's bytes, the inputs it has a gradient
+    for). An input the builder refuses is dropped and the others asked for again; NoGradientBuilder when none is left
+    or the operator has no builder."""
+    from onnxruntime.capi._pybind_state import GradientGraphBuilder
+
+    first_error = None
+    while True:
+        try:
+            with quiet_stderr():
+                builder = GradientGraphBuilder(model.SerializeToString(), {"loss"}, set(wanted), "loss")
+        except RuntimeError as e:  # the model does not load: e.g. the operator is newer than opset 21 (Swish)
+            raise NoGradientBuilder(f"ONNX Runtime {ort_version()} could not load the node at opset {OPSET}: "
+                                    f"{_reason(str(e))}") from None
+        try:
+            with quiet_stderr():
+                builder.build()
+            break
+        except RuntimeError as e:
+            text = str(e)
+            if "has not been registered" in text:
+                found = re.search(r"The gradient builder has not been registered: (\S+)", text)
+                raise NoGradientBuilder(f"ONNX Runtime {ort_version()} has no gradient builder for "
+                                        f"{found.group(1) if found else op}") from None
+            missing = re.search(r"failed to find NodeArg by name: (\w+)_grad", text)
+            if missing and missing.group(1) in wanted:
+                wanted.discard(missing.group(1))  # the builder gives no gradient for this input: ask for the others
+                continue
+            if len(wanted) > 1:  # the builder refuses one input (Pow's exponent): ask for the others, last first
+                if "unreachable from the output" not in text:
+                    # ONNX Runtime names one unreachable input, in an order set by Python's string hashing when
+                    # several are: the message of the last request, for one input, is the reproducible one
+                    first_error = first_error or text
+                wanted.discard(max(wanted))
+                continue
+            # "unreachable from the output node(s)": ONNX Runtime's graph has no gradient edge through the operator
+            # to these inputs (it treats them as non-differentiable), a fact about the operator; any other build
+            # failure is a refusal of this node
+            reason = first_error or text
+            if reals and "unreachable from the output" in text:
+                # with several inputs ONNX Runtime names whichever it meets first, which varies between processes:
+                # the last attempt, on one input (the first by name), is the message that stays the same
+                reason = text
+            raise NoGradientBuilder(f"ONNX Runtime {ort_version()} could not build the gradient graph of {op}: "
+                                    f"{_reason(reason)}", refused="unreachable from the output" not in reason) from None
+    return builder.get_model(), frozenset(wanted)
+
+
 def ort_gradient(op, inputs, cotangents, attrs=None, reals: bool = False, *, optional_inputs=(),
                  elem_types: dict | None = None) -> list:
     """ONNX Runtime's gradient of Σ sum(output·cotangent) for every input: an array (float32 computation, returned as
@@ -154,7 +227,6 @@ def ort_gradient(op, inputs, cotangents, attrs=None, reals: bool = False, *, opt
     import onnx
     import onnxruntime as ort
     from onnx import TensorProto, helper
-    from onnxruntime.capi._pybind_state import GradientGraphBuilder
 
     ort.set_default_logger_severity(3)
     optional = optional_positions(op, inputs, optional_inputs)
@@ -212,51 +284,21 @@ def ort_gradient(op, inputs, cotangents, attrs=None, reals: bool = False, *, opt
     graph = helper.make_graph(nodes, op, value_info, [helper.make_tensor_value_info("loss", TensorProto.FLOAT, [])])
     model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", OPSET)], ir_version=IR_VERSION)
     wanted = {n for n, x in zip(names, inputs) if x is not None and (_is_float(x) or (reals and _is_float_format(x)))}
-    first_error = None
-    while True:
+    key = (model.SerializeToString(deterministic=True), frozenset(wanted))
+    if key not in _BUILT:
         try:
-            with quiet_stderr():
-                builder = GradientGraphBuilder(model.SerializeToString(), {"loss"}, set(wanted), "loss")
-        except RuntimeError as e:  # the model does not load: e.g. the operator is newer than opset 21 (Swish)
-            raise NoGradientBuilder(f"ONNX Runtime {ort_version()} could not load the node at opset {OPSET}: "
-                                    f"{_reason(str(e))}") from None
-        try:
-            with quiet_stderr():
-                builder.build()
-            break
-        except RuntimeError as e:
-            text = str(e)
-            if "has not been registered" in text:
-                found = re.search(r"The gradient builder has not been registered: (\S+)", text)
-                raise NoGradientBuilder(f"ONNX Runtime {ort_version()} has no gradient builder for "
-                                        f"{found.group(1) if found else op}") from None
-            missing = re.search(r"failed to find NodeArg by name: (\w+)_grad", text)
-            if missing and missing.group(1) in wanted:
-                wanted.discard(missing.group(1))  # the builder gives no gradient for this input: ask for the others
-                continue
-            if len(wanted) > 1:  # the builder refuses one input (Pow's exponent): ask for the others, last first
-                if "unreachable from the output" not in text:
-                    # ONNX Runtime names one unreachable input, in an order set by Python's string hashing when
-                    # several are: the message of the last request, for one input, is the reproducible one
-                    first_error = first_error or text
-                wanted.discard(max(wanted))
-                continue
-            # "unreachable from the output node(s)": ONNX Runtime's graph has no gradient edge through the operator
-            # to these inputs (it treats them as non-differentiable), a fact about the operator; any other build
-            # failure is a refusal of this node
-            reason = first_error or text
-            if reals and "unreachable from the output" in text:
-                # with several inputs ONNX Runtime names whichever it meets first, which varies between processes:
-                # the last attempt, on one input (the first by name), is the message that stays the same
-                reason = text
-            raise NoGradientBuilder(f"ONNX Runtime {ort_version()} could not build the gradient graph of {op}: "
-                                    f"{_reason(reason)}", refused="unreachable from the output" not in reason) from None
-    grad_model = onnx.load_from_string(builder.get_model())
-    options = ort.SessionOptions()
-    options.log_severity_level = 3
+            _BUILT[key] = _build_gradient(model, set(wanted), reals, op)
+        except NoGradientBuilder as e:
+            _BUILT[key] = e
+        if len(_BUILT) > 256:
+            _BUILT.pop(next(iter(_BUILT)))
+    built = _BUILT[key]
+    if isinstance(built, NoGradientBuilder):
+        raise NoGradientBuilder(str(built), refused=built.refused) from None
+    grad_bytes, wanted = built
     try:
         with quiet_stderr():
-            sess = ort.InferenceSession(grad_model.SerializeToString(), options, providers=["CPUExecutionProvider"])
+            sess = _session(grad_bytes, op)
             wanted_feeds = {i.name for i in sess.get_inputs()}
             result = dict(zip([o.name for o in sess.get_outputs()],
                               sess.run(None, {k: v for k, v in feeds.items() if k in wanted_feeds})))
