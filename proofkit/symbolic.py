@@ -8,6 +8,9 @@ chapter whose rule depends on `diff` or `jacobian`, and this check rejects a rul
 
 from __future__ import annotations
 
+from functools import lru_cache
+
+import mpmath
 import numpy as np
 import sympy as sp
 
@@ -44,6 +47,40 @@ def _sample(sym, k: int, rng):
     return float(rng.standard_normal() * 1.5)
 
 
+@lru_cache(maxsize=512)
+def _mpmath_function(exprs: tuple, symbols: tuple):
+    """The expressions as one mpmath function of the symbols (sp.lambdify), or None where SymPy cannot print one."""
+    try:
+        return sp.lambdify(symbols, list(exprs), modules="mpmath")
+    except Exception:  # noqa: BLE001 - an expression the mpmath printer does not know: the general path evaluates it
+        return None
+
+
+def _compiled_numeric(exprs: tuple, values: dict):
+    """The expressions' values at the point, computed by their mpmath function at 30 digits, compiled once per array
+    of expressions: an instance's rule is evaluated at every sampled point of every piece. None (the general path of
+    _numeric, each expression substituted and evaluated by SymPy) where an entry is not a SymPy expression (a bool,
+    a condition, a plain number), a symbol has no numeric value at the point, or the function fails there."""
+    if not exprs or not all(isinstance(e, sp.Expr) for e in exprs):
+        return None
+    symbols = tuple(sorted(set().union(*(e.free_symbols for e in exprs)), key=str))
+    args = []
+    for sym in symbols:
+        v = values.get(sym)
+        if not isinstance(v, sp.Number) or not v.is_finite:
+            return None
+        args.append(mpmath.mpf(sp.Float(v, 40)._mpf_))
+    f = _mpmath_function(exprs, symbols)
+    if f is None:
+        return None
+    try:
+        with mpmath.workdps(30):
+            got = f(*args)
+        return [complex(v) for v in got]
+    except Exception:  # noqa: BLE001 - e.g. a pole at the point: the general path says what the value is there
+        return None
+
+
 def _numeric(expr_array, values: dict):
     """Evaluate an array of SymPy expressions (or numbers, or bools) at `values`, keeping bools as bools."""
     if expr_array is None:
@@ -55,6 +92,12 @@ def _numeric(expr_array, values: dict):
     if isinstance(expr_array, sp.MatrixBase):
         expr_array = np.array(expr_array.tolist(), dtype=object)
     arr = np.asarray(expr_array, dtype=object)
+    out = _compiled_numeric(tuple(arr.ravel()), values)
+    if out is not None:
+        vals = np.array(out, dtype=complex)
+        if np.any(np.abs(vals.imag) > 1e-12 * np.maximum(1.0, np.abs(vals.real))):
+            raise AssertionError("a sampled point leaves the real domain of the instance")
+        return vals.real.astype(np.float64).reshape(arr.shape)
     out = []
     for e in arr.ravel():
         v = sp.sympify(e).xreplace(values) if isinstance(e, sp.Basic) else e

@@ -400,3 +400,21 @@ def test_a_proved_identity_is_not_proved_again_but_the_tie_always_runs(monkeypat
         check_vjp_symbolic("Relu", {"X": [x]}, {"Y": [y]}, {"Y": [g]}, {"X": [good * 2]}, pieces=[{x: p}, {x: -p}],
                            vjp=relu_vjp)
     assert calls
+
+
+def test_the_tie_evaluates_a_rule_by_its_compiled_mpmath_function_as_sympy_would():
+    from proofkit.symbolic import _compiled_numeric, _numeric
+    x, y = sp.symbols("x y", real=True)
+    exprs = [sp.Max(x, y, 0), sp.Abs(x) * sp.erf(y), sp.Piecewise((x, (x > 0) & (y < 1)), (y ** 2, True)),
+             1 / (1 + sp.exp(-x)), sp.atan2(y, x), sp.floor(3 * x), sp.Integer(2)]
+    point = {x: sp.Float(-0.7), y: sp.Float(1.3)}
+    fast = _compiled_numeric(tuple(exprs), point)
+    slow = [complex(sp.N(e.xreplace(point), 30)) for e in exprs]
+    assert fast is not None and np.allclose(fast, slow, rtol=1e-14, atol=0)
+    # what the compiled path does not take goes the general way, with the same result
+    assert _compiled_numeric((x > 0, x), point) is None  # a condition
+    assert _compiled_numeric((x + y,), {x: sp.Float(1.0)}) is None  # y has no value
+    assert _compiled_numeric((1 / x,), {x: sp.Integer(0)}) is None  # a pole: SymPy says what the value is
+    assert _numeric(np.array([x > 0, y < 0], dtype=object), point).tolist() == [False, False]
+    with pytest.raises(AssertionError, match="leaves the real domain"):
+        _numeric(np.array([sp.sqrt(x)], dtype=object), point)
