@@ -137,25 +137,14 @@ def ort_version() -> str:
 #: bytes and the inputs it gave a gradient for, or its refusal. A check that samples several points of one shape
 #: builds the graph once; the model holds every value that is not fed (attributes are in the node).
 _BUILT: dict = {}
-#: Inference sessions by model bytes, for operators without a `seed` attribute: a session of a random operator keeps
-#: its generator's state between runs, which a fresh session does not.
-_SESSIONS: dict = {}
-
-
-def _session(model_bytes: bytes, op: str):
-    """An ONNX Runtime CPU session of the model (log severity 3); one per model and process unless op is random."""
+def _session(model_bytes: bytes):
+    """A new ONNX Runtime CPU session of the model (log severity 3). Sessions are not kept: each holds a pool of
+    threads, and a few hundred kept alive slowed the checks that build many (MaxRoiPool's 500 cases)."""
     import onnxruntime as ort
 
-    if model_bytes in _SESSIONS:
-        return _SESSIONS[model_bytes]
     options = ort.SessionOptions()
     options.log_severity_level = 3
-    sess = ort.InferenceSession(model_bytes, options, providers=["CPUExecutionProvider"])
-    if all(a.name != "seed" for a in op_info(op).attributes):
-        _SESSIONS[model_bytes] = sess
-        if len(_SESSIONS) > 128:
-            _SESSIONS.pop(next(iter(_SESSIONS)))
-    return sess
+    return ort.InferenceSession(model_bytes, options, providers=["CPUExecutionProvider"])
 
 
 def _build_gradient(model, wanted: set, reals: bool, op: str) -> tuple:
@@ -298,7 +287,7 @@ def ort_gradient(op, inputs, cotangents, attrs=None, reals: bool = False, *, opt
     grad_bytes, wanted = built
     try:
         with quiet_stderr():
-            sess = _session(grad_bytes, op)
+            sess = _session(grad_bytes)
             wanted_feeds = {i.name for i in sess.get_inputs()}
             result = dict(zip([o.name for o in sess.get_outputs()],
                               sess.run(None, {k: v for k, v in feeds.items() if k in wanted_feeds})))
