@@ -16,6 +16,8 @@ it does, the check says so: it then checks the spec's composition, which is itse
 
 from __future__ import annotations
 
+from functools import lru_cache
+
 import numpy as np
 
 from .checks import (DIFFERS_DECLARED, NOTHING_COMPARED, REFUSED_ONNXAD, CheckResult, _Worst, _attr_text, _call_vjp,
@@ -180,7 +182,7 @@ def onnxad_gradient(op, inputs, cotangents, attrs=None, *, with_how: bool = Fals
         grads = [None] * len(inputs)
         return (grads, "rule") if with_how else grads
     try:
-        how, adjoint = _adjoint(model, op, tuple(wanted), tuple(seeded))
+        how, adjoint = _adjoint(model.SerializeToString(deterministic=True), op, tuple(wanted), tuple(seeded))
     except onnx_ad.UnsupportedOperator as e:
         text = " ".join(str(e).split())
         no_rule = text.startswith(f"no reverse rule for {op} ")
@@ -226,25 +228,18 @@ def onnxad_gradient(op, inputs, cotangents, attrs=None, *, with_how: bool = Fals
     return (grads, how) if with_how else grads
 
 
-#: Adjoint models built in this process, by (the one-node model's bytes, inputs, seeded outputs): a check that samples
-#: several points of one shape asks onnx-ad for the same adjoint each time. The model holds every value that is not a
-#: graph input (integer inputs, constants), so equal bytes mean the same adjoint. A failure is not kept.
-_ADJOINTS: dict = {}
-
-
-def _adjoint(model, op, wanted: tuple, seeded: tuple):
-    """(how onnx-ad reached op, onnx-ad's adjoint model) of `model` for the inputs `wanted` and seeded outputs."""
+@lru_cache(maxsize=256)
+def _adjoint(model_bytes: bytes, op: str, wanted: tuple, seeded: tuple):
+    """(how onnx-ad reached op, onnx-ad's adjoint model) of the one-node model for the inputs `wanted` and the seeded
+    outputs, built once per model and process: a check that samples several points of one shape asks for the same
+    adjoint each time. The model holds every value that is not a graph input (integer inputs, constants), so equal
+    bytes mean the same adjoint. A failure raises and is not kept."""
+    import onnx
     import onnx_ad
 
-    key = (model.SerializeToString(deterministic=True), op, wanted, seeded)
-    if key not in _ADJOINTS:
-        how = how_reached(model, op)
-        adjoint = onnx_ad.reverse(model, inputs=list(wanted), outputs=[f"y{k}" for k in seeded], prefix="adj_",
-                                  layout="onnx")
-        if len(_ADJOINTS) >= 256:
-            _ADJOINTS.pop(next(iter(_ADJOINTS)))
-        _ADJOINTS[key] = (how, adjoint)
-    return _ADJOINTS[key]
+    model = onnx.load_from_string(model_bytes)
+    return how_reached(model, op), onnx_ad.reverse(model, inputs=list(wanted), outputs=[f"y{k}" for k in seeded],
+                                                   prefix="adj_", layout="onnx")
 
 
 def _run_with_onnxruntime(adjoint, wanted_out, feeds):

@@ -10,6 +10,7 @@ the node is built at opset 21 (the operator resolves to its newest version up to
 from __future__ import annotations
 
 import contextlib
+from functools import lru_cache
 import os
 import re
 
@@ -133,10 +134,6 @@ def ort_version() -> str:
     return onnxruntime.__version__
 
 
-#: Gradient graphs ONNX Runtime built in this process, by (the loss model's bytes, the inputs asked for): the graph's
-#: bytes and the inputs it gave a gradient for, or its refusal. A check that samples several points of one shape
-#: builds the graph once; the model holds every value that is not fed (attributes are in the node).
-_BUILT: dict = {}
 def _session(model_bytes: bytes):
     """A new ONNX Runtime CPU session of the model (log severity 3). Sessions are not kept: each holds a pool of
     threads, and a few hundred kept alive slowed the checks that build many (MaxRoiPool's 500 cases)."""
@@ -147,17 +144,28 @@ def _session(model_bytes: bytes):
     return ort.InferenceSession(model_bytes, options, providers=["CPUExecutionProvider"])
 
 
-def _build_gradient(model, wanted: set, reals: bool, op: str) -> tuple:
+@lru_cache(maxsize=256)
+def _built_gradient(model_bytes: bytes, asked: frozenset, reals: bool, op: str):
     """ONNX Runtime's GradientGraphBuilder on the loss model: (the gradient graph's bytes, the inputs it has a gradient
-    for). An input the builder refuses is dropped and the others asked for again; NoGradientBuilder when none is left
-    or the operator has no builder."""
+    for), or the NoGradientBuilder that says why there is none. Built once per model and process, refusals included:
+    a check that samples several points of one shape asks for the same graph each time, and the model holds every
+    value that is not fed (attributes are in the node). An input the builder refuses is dropped and the others asked
+    for again."""
+    try:
+        return _build_gradient(model_bytes, set(asked), reals, op)
+    except NoGradientBuilder as e:
+        return e
+
+
+def _build_gradient(model_bytes: bytes, wanted: set, reals: bool, op: str) -> tuple:
+    """The loop of _built_gradient: NoGradientBuilder when no input is left or the operator has no builder."""
     from onnxruntime.capi._pybind_state import GradientGraphBuilder
 
     first_error = None
     while True:
         try:
             with quiet_stderr():
-                builder = GradientGraphBuilder(model.SerializeToString(), {"loss"}, set(wanted), "loss")
+                builder = GradientGraphBuilder(model_bytes, {"loss"}, set(wanted), "loss")
         except RuntimeError as e:  # the model does not load: e.g. the operator is newer than opset 21 (Swish)
             raise NoGradientBuilder(f"ONNX Runtime {ort_version()} could not load the node at opset {OPSET}: "
                                     f"{_reason(str(e))}") from None
@@ -273,15 +281,7 @@ def ort_gradient(op, inputs, cotangents, attrs=None, reals: bool = False, *, opt
     graph = helper.make_graph(nodes, op, value_info, [helper.make_tensor_value_info("loss", TensorProto.FLOAT, [])])
     model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", OPSET)], ir_version=IR_VERSION)
     wanted = {n for n, x in zip(names, inputs) if x is not None and (_is_float(x) or (reals and _is_float_format(x)))}
-    key = (model.SerializeToString(deterministic=True), frozenset(wanted))
-    if key not in _BUILT:
-        try:
-            _BUILT[key] = _build_gradient(model, set(wanted), reals, op)
-        except NoGradientBuilder as e:
-            _BUILT[key] = e
-        if len(_BUILT) > 256:
-            _BUILT.pop(next(iter(_BUILT)))
-    built = _BUILT[key]
+    built = _built_gradient(model.SerializeToString(deterministic=True), frozenset(wanted), reals, op)
     if isinstance(built, NoGradientBuilder):
         raise NoGradientBuilder(str(built), refused=built.refused) from None
     grad_bytes, wanted = built
