@@ -418,3 +418,39 @@ def test_the_tie_evaluates_a_rule_by_its_compiled_mpmath_function_as_sympy_would
     assert _numeric(np.array([x > 0, y < 0], dtype=object), point).tolist() == [False, False]
     with pytest.raises(AssertionError, match="leaves the real domain"):
         _numeric(np.array([sp.sqrt(x)], dtype=object), point)
+
+
+def test_a_piece_is_applied_as_subs_would_apply_it():
+    from proofkit.symbolic import on_piece
+    x, y, g = sp.symbols("x y g", real=True)
+    p, q = sp.symbols("p q", positive=True)
+    e = g * sp.Piecewise((1, x > 0), (0, True)) + sp.Max(0, 1 - sp.Abs(y)) * g + sp.Heaviside(x - y)
+    for piece in ({x: p, y: -q}, {x: -p, y: 1 + q}, {x: p / (1 + p), y: 2}, {}):
+        assert on_piece(e, piece) == e.subs(piece)
+        assert sp.simplify(on_piece(e, piece) - e.subs(piece)) == 0
+    # where xreplace would differ from subs, subs is used: a value holding a key (subs applies keys in its order),
+    # a key that is not a symbol, an expression that binds a key
+    assert on_piece(x + y, {x: y, y: p}) == (x + y).subs({x: y, y: p})
+    assert on_piece(sp.sin(x) + x ** 2, {x ** 2: p}) == sp.sin(x) + p
+    bound = sp.Integral(x * y, (x, 0, 1)) + x
+    assert on_piece(bound, {x: p}) == bound.subs({x: p}) == sp.Integral(x * y, (x, 0, 1)) + p
+
+
+def test_an_output_entry_free_of_an_input_adds_nothing_to_its_jacobian_term():
+    # Jᵀḡ is summed over the output entries that hold the input: C = A·B elementwise, C[1] is free of A[0]. The right
+    # rule is proved; a rule with a term from the entry that does not hold the input, or missing the one that does,
+    # is caught
+    a0, a1, b0, b1, g0, g1 = sp.symbols("a0 a1 b0 b1 g0 g1", real=True)
+    A, B, G = sp.Matrix([a0, a1]), sp.Matrix([b0, b1]), sp.Matrix([g0, g1])
+
+    def vjp(inputs, cotangents, **attrs):
+        return [cotangents[0] * inputs[1], cotangents[0] * inputs[0]]
+
+    def check(rule_a):
+        check_vjp_symbolic("Mul", {"A": A, "B": B}, {"C": A.multiply_elementwise(B)}, {"C": G},
+                           {"A": rule_a, "B": G.multiply_elementwise(A)}, vjp=vjp)
+    check(G.multiply_elementwise(B))
+    with pytest.raises(AssertionError, match=r"the rule for A\[0\] differs from Jᵀḡ by b1\*g1"):
+        check(sp.Matrix([g0 * b0 + g1 * b1, g1 * b1]))
+    with pytest.raises(AssertionError, match=r"the rule for A\[1\] differs"):
+        check(sp.Matrix([g0 * b0, 0]))
