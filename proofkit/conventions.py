@@ -146,7 +146,7 @@ def check_conventions(op, vjp, points: list[Special], *, twin=None, attrs=None, 
             ad_note = "no cotangent"
         elif onnxad:
             try:
-                ag = onnxad_gradient(op, xs, cot, attrs_p, reals=reals, runner=onnxad_runner)
+                ag = onnxad_gradient(op, xs, cot, attrs_p, reals=reals, runner=onnxad_runner, outs=outs)
             except NoOnnxAdGradient as e:
                 ad_note = "refused" if e.refused else "no rule"  # shown as such: nothing compared
         torch_ok = ort_ok = ad_ok = True

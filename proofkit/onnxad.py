@@ -23,7 +23,7 @@ import numpy as np
 from .checks import (DIFFERS_DECLARED, NOTHING_COMPARED, REFUSED_ONNXAD, CheckResult, _Worst, _attr_text, _call_vjp,
                      _is_float, _is_float_format, _shapes_text, _shown_name, as_engine_sees, compare_with_engine)
 from .evidence import record
-from .onnxrun import run_onnx, stand_in_ops
+from .onnxrun import run_onnx, stand_in_key, stand_in_ops
 from .schema import op_info
 from . import values
 
@@ -143,7 +143,7 @@ def _interface_only(op: str, err: Exception, node_values) -> bool:
 
 def onnxad_gradient(op, inputs, cotangents, attrs=None, *, with_how: bool = False, wrt: list[int] | None = None,
                     forward=None, constants: list[int] | None = None, runner: str = "onnx.reference",
-                    reals: bool = False, optional_inputs=()):
+                    reals: bool = False, optional_inputs=(), outs=None):
     """onnx-ad's adjoint of Σ_k ⟨output_k, cotangent_k⟩ for every input: an array (float64 when the input is), or None
     for an input that is not float or is omitted. With `with_how`, also returns how onnx-ad reached the operator
     (a key of HOW). `wrt` lists the positions of the inputs to differentiate (default: every float input); the
@@ -155,15 +155,15 @@ def onnxad_gradient(op, inputs, cotangents, attrs=None, *, with_how: bool = Fals
     With `reals`, the float formats NumPy does not call floating (float8, float6, float4, bfloat16) are read as real
     numbers: such an input is a float64 graph input cast to its format in the model, and onnx-ad is asked for it;
     such an output is cast to float64 and seeded there (see _model). `optional_inputs` names the inputs declared
-    with an optional type (proofkit.ortgrad.optional_positions).
+    with an optional type (proofkit.ortgrad.optional_positions). `outs` are the node's outputs on these inputs where
+    the caller has them already (they declare the model's outputs); by default they are computed as above.
 
     Raises NoOnnxAdGradient when onnx-ad has no rule for the operator (refused=False), refuses this node, or its
     adjoint model does not run under onnx.reference (refused=True)."""
     import onnx_ad
-    from onnx.reference import ReferenceEvaluator
 
     inputs = list(inputs)
-    outs = _outputs(op, inputs, attrs, forward)
+    outs = _outputs(op, inputs, attrs, forward) if outs is None else list(outs)
     constants = tuple(constants or ())
     from .ortgrad import optional_positions
 
@@ -182,7 +182,8 @@ def onnxad_gradient(op, inputs, cotangents, attrs=None, *, with_how: bool = Fals
         grads = [None] * len(inputs)
         return (grads, "rule") if with_how else grads
     try:
-        how, adjoint = _adjoint(model.SerializeToString(deterministic=True), op, tuple(wanted), tuple(seeded))
+        key = (model.SerializeToString(deterministic=True), op, tuple(wanted), tuple(seeded))
+        how, adjoint = _adjoint(*key)
     except onnx_ad.UnsupportedOperator as e:
         text = " ".join(str(e).split())
         no_rule = text.startswith(f"no reverse rule for {op} ")
@@ -214,7 +215,7 @@ def onnxad_gradient(op, inputs, cotangents, attrs=None, *, with_how: bool = Fals
             if runner == "onnxruntime":
                 got = _run_with_onnxruntime(adjoint, wanted_out, feeds)
             else:
-                got = ReferenceEvaluator(adjoint, new_ops=stand_in_ops() or None).run(wanted_out, feeds)
+                got = _adjoint_evaluator(*key, stand_in_key()).run(wanted_out, feeds)
     except Exception as e:  # noqa: BLE001 - the adjoint model was built but the runner could not run it
         raise NoOnnxAdGradient(f"onnx-ad {onnxad_version()} built an adjoint model of {op} that "
                                f"{'ONNX Runtime' if runner == 'onnxruntime' else 'onnx.reference'} could not run: "
@@ -240,6 +241,16 @@ def _adjoint(model_bytes: bytes, op: str, wanted: tuple, seeded: tuple):
     model = onnx.load_from_string(model_bytes)
     return how_reached(model, op), onnx_ad.reverse(model, inputs=list(wanted), outputs=[f"y{k}" for k in seeded],
                                                    prefix="adj_", layout="onnx")
+
+
+@lru_cache(maxsize=256)
+def _adjoint_evaluator(model_bytes: bytes, op: str, wanted: tuple, seeded: tuple, stand_ins: tuple):
+    """onnx.reference's evaluator of the adjoint model (_adjoint), built once per model and set of stand-ins
+    (`stand_ins`: each stand-in's operator and function identity, so that a stand-in registered later gets an
+    evaluator of its own). An evaluator keeps no state between runs."""
+    from onnx.reference import ReferenceEvaluator
+
+    return ReferenceEvaluator(_adjoint(model_bytes, op, wanted, seeded)[1], new_ops=stand_in_ops() or None)
 
 
 def _run_with_onnxruntime(adjoint, wanted_out, feeds):
@@ -360,7 +371,7 @@ def check_vjp_onnxad(op, vjp, inputs, attrs=None, *, seed=0, rtol=1e-9, atol=1e-
     fields = dict(inputs=_shapes_text(x), attrs=_attr_text(attrs))
     try:
         theirs, how = onnxad_gradient(op, x, ad_cot, attrs, with_how=True, wrt=wrt, forward=forward, constants=fixed,
-                                      runner=runner, reals=reals, optional_inputs=optional_inputs)
+                                      runner=runner, reals=reals, optional_inputs=optional_inputs, outs=outs)
     except NoOnnxAdGradient as e:
         for i, v in enumerate(x):
             if real(v) and i not in fixed and (wrt is None or i in wrt):

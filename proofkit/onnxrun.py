@@ -145,6 +145,12 @@ def stand_in_ops() -> list:
     return [type(op, (OpRun,), {"op_domain": "", "_run": make(fn)}) for op, (fn, _) in _STAND_INS.items()]
 
 
+def stand_in_key() -> tuple:
+    """Which stand-ins are registered: each one's operator and the identity of its function (for a cache of
+    evaluators built with stand_in_ops)."""
+    return tuple((op, id(fn)) for op, (fn, _) in _STAND_INS.items())
+
+
 def graph_outputs(op: str, attrs: dict | None) -> int | None:
     """How many outputs a node that holds a graph has, read from its graph: If's then_branch's outputs, Loop's body's
     less its condition, Scan's and SequenceMap's body's; None for any other node (or no graph given)."""

@@ -449,6 +449,8 @@ def ort_forward(op, inputs, attrs=None, *, n_outputs: int | None = None, keep_ty
     from onnx import helper
 
     info = op_info(op)
+    if n_outputs is None and not any(o.optional or o.variadic for o in info.outputs):
+        n_outputs = len(info.outputs)  # every output is required: onnx.reference gives them all in any mode
     if n_outputs is None:
         try:  # the outputs the op has in this mode (BatchNormalization outside training: Y only)
             n_outputs = len(run_onnx(op, inputs, attrs))

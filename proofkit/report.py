@@ -79,16 +79,27 @@ def flush() -> CheckTable | None:
     return CheckTable(todo) if todo else None
 
 
+def _shell():
+    """The IPython shell this process runs cells in, or None (a script, a test)."""
+    try:
+        from IPython import get_ipython
+    except ImportError:  # pragma: no cover - IPython is always there with Jupyter
+        return None
+    ip = get_ipython()
+    return ip if ip is not None and hasattr(ip, "events") else None
+
+
+def in_kernel() -> bool:
+    """Whether this process runs notebook cells (an IPython kernel or shell)."""
+    return _shell() is not None
+
+
 def install() -> None:
     """Collect check results per cell in this IPython kernel (a no-op outside one, and when already installed)."""
     if _state["installed"]:
         return
-    try:
-        from IPython import get_ipython
-    except ImportError:  # pragma: no cover - IPython is always there with Jupyter
-        return
-    ip = get_ipython()
-    if ip is None or not hasattr(ip, "events"):
+    ip = _shell()
+    if ip is None:
         return
 
     def _pre(*_):

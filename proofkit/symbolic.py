@@ -83,6 +83,22 @@ def _compiled_numeric(exprs: tuple, values: dict):
         return None
 
 
+def _direct_numeric(entries, values: dict):
+    """The entries' values where each is a symbol whose value at the point is a SymPy float or integer, or a plain
+    float or integer (an instance's inputs and cotangents): those values as float64, which is what the compiled and
+    the general path give for them; None for anything else."""
+    out = np.empty(len(entries))
+    for k, e in enumerate(entries):
+        v = values.get(e) if isinstance(e, sp.Symbol) else e
+        if isinstance(v, (sp.Float, sp.Integer)) and v.is_finite:
+            out[k] = float(v)
+        elif isinstance(v, (int, float, np.integer, np.floating)) and not isinstance(v, (bool, np.bool_)):
+            out[k] = float(v)
+        else:
+            return None
+    return out
+
+
 def _numeric(expr_array, values: dict):
     """Evaluate an array of SymPy expressions (or numbers, or bools) at `values`, keeping bools as bools."""
     if expr_array is None:
@@ -94,6 +110,9 @@ def _numeric(expr_array, values: dict):
     if isinstance(expr_array, sp.MatrixBase):
         expr_array = np.array(expr_array.tolist(), dtype=object)
     arr = np.asarray(expr_array, dtype=object)
+    direct = _direct_numeric(arr.ravel(), values)
+    if direct is not None:
+        return direct.reshape(arr.shape)
     out = _compiled_numeric(tuple(arr.ravel()), values)
     if out is not None:
         vals = np.array(out, dtype=complex)

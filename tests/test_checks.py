@@ -416,6 +416,15 @@ def test_the_tie_evaluates_a_rule_by_its_compiled_mpmath_function_as_sympy_would
     assert _compiled_numeric((x + y,), {x: sp.Float(1.0)}) is None  # y has no value
     assert _compiled_numeric((1 / x,), {x: sp.Integer(0)}) is None  # a pole: SymPy says what the value is
     assert _numeric(np.array([x > 0, y < 0], dtype=object), point).tolist() == [False, False]
+    # symbols and plain numbers (an instance's inputs, its cotangents) are read off the point directly, with the value
+    # the other paths give them; an exact fraction, a condition or an expression is not
+    from proofkit.symbolic import _direct_numeric
+    plain = np.array([x, y, 2.5, 3, sp.Integer(4), sp.Float("0.1")], dtype=object)
+    assert _direct_numeric(plain, point).tolist() == [-0.7, 1.3, 2.5, 3.0, 4.0, 0.1]
+    assert [v.real for v in _compiled_numeric((x, y, sp.Integer(4), sp.Float("0.1")), point)] == [-0.7, 1.3, 4.0, 0.1]
+    for other in (sp.Rational(1, 3), x > 0, x + y, True, sp.Symbol("z")):
+        assert _direct_numeric(np.array([x, other], dtype=object), point) is None
+    assert _direct_numeric(np.array([x], dtype=object), {x: sp.oo}) is None
     with pytest.raises(AssertionError, match="leaves the real domain"):
         _numeric(np.array([sp.sqrt(x)], dtype=object), point)
 

@@ -337,3 +337,16 @@ def test_the_convention_table_can_run_onnx_ad_s_adjoint_on_onnx_runtime_and_keep
         check_conventions("Scan", doubled, wrong, ort=False, onnxad_runner="onnxruntime")
     with pytest.raises(ValueError, match="onnxad_runner"):
         check_conventions("Scan", scan_vjp, special, ort=False, onnxad_runner="torch")
+
+
+def test_the_adjoint_and_its_evaluator_are_built_once_per_model_and_set_of_stand_ins(monkeypatch):
+    from proofkit import onnxad, onnxrun
+    x, g = np.array([[-1.5, 2.0, 0.5]]), np.array([[1.0, -2.0, 3.0]])
+    onnxad_gradient("Abs", [x], [g])
+    built = onnxad._adjoint_evaluator.cache_info().misses
+    got = onnxad_gradient("Abs", [2 * x], [g])[0]  # same model (shapes and types): no new build, right values
+    assert np.array_equal(got, g * np.sign(2 * x)) and onnxad._adjoint_evaluator.cache_info().misses == built
+    # another registered stand-in: an evaluator of its own; the outputs given by the caller are used as given
+    monkeypatch.setitem(onnxrun._STAND_INS, "Foo", (lambda inputs, **a: inputs, "a test"))
+    got = onnxad_gradient("Abs", [x], [g], outs=[np.abs(x)])[0]
+    assert np.array_equal(got, g * np.sign(x)) and onnxad._adjoint_evaluator.cache_info().misses == built + 1

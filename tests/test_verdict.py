@@ -318,6 +318,19 @@ def test_onnx_runtime_forward_runs_a_node_and_reports_its_own_failure():
         ort_forward("Swish", [np.array([1.0])])  # newer than opset 21
 
 
+def test_onnx_runtime_forward_asks_for_the_outputs_the_node_has_in_its_mode(monkeypatch):
+    import proofkit.ortgrad as ortgrad
+    from proofkit import ort_forward
+    x, s, b, m, v = np.ones((2, 3, 2)), np.ones(3), np.zeros(3), np.zeros(3), np.ones(3)
+    # BatchNormalization outside training has Y only: onnx.reference says how many outputs there are in this mode
+    assert len(ort_forward("BatchNormalization", [x, s, b, m, v])) == 1
+    assert len(ort_forward("BatchNormalization", [x, s, b, m, v], {"training_mode": 1})) == 3
+    # every output required (TopK's two): the schema says it, onnx.reference is not run for the count
+    monkeypatch.setattr(ortgrad, "run_onnx", lambda *a, **k: pytest.fail("onnx.reference run for a count"))
+    vals, idx = ort_forward("TopK", [np.array([3.0, 1.0, 2.0]), np.array([2])])
+    assert vals.tolist() == [3.0, 2.0] and idx.tolist() == [0, 2]
+
+
 def test_an_output_of_only_non_differentiable_inputs_may_be_called_non_differentiable():
     def vjp(inputs, cotangents, **attrs):
         return [None]
