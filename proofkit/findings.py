@@ -408,14 +408,16 @@ def check_function_body_departure(op: str, inputs, attrs: dict | None = None, *,
 
 
 
-#: The child that runs ONNX Runtime's forward for check_runtime_departure(..., aborts=True): the witness arrives
-#: pickled on stdin; a process that ONNX Runtime kills cannot take the chapter's kernel with it.
-_CHILD = ("import contextlib, pickle, sys\n"
-          "import proofkit.ortgrad\n"
-          "from proofkit.ortgrad import ort_forward\n"
-          "proofkit.ortgrad.quiet_stderr = contextlib.nullcontext  # the last words of the process are the witness\n"
-          "op, inputs, attrs, n, opset = pickle.load(sys.stdin.buffer)\n"
-          "ort_forward(op, inputs, attrs, n_outputs=n, keep_types=True, opset=opset)\n")
+#: The child that runs ONNX Runtime's forward for check_runtime_departure(..., aborts=True): the one-node model of
+#: ort_forward and its feeds arrive pickled on stdin (proofkit.ortgrad.forward_model), and the child runs them as
+#: ort_forward does, with stderr left open (the last words of the process are the witness). A process that ONNX
+#: Runtime kills cannot take the chapter's kernel with it; the child imports onnxruntime only (ortimport.child_command).
+_CHILD = ("import pickle, sys\n"
+          "import onnxruntime as ort\n"
+          "model, feeds = pickle.load(sys.stdin.buffer)\n"
+          "options = ort.SessionOptions()\n"
+          "options.log_severity_level = 4\n"
+          "ort.InferenceSession(model, options, providers=['CPUExecutionProvider']).run(None, feeds)\n")
 
 
 def _last_words(stderr: str) -> str:
@@ -462,7 +464,7 @@ def check_runtime_departure(op: str, inputs, attrs: dict | None = None, *, spec,
         raise ValueError("a witness either raises or aborts")
     if min_difference is not None and not min_difference > 0:
         raise ValueError("min_difference must be positive")
-    from .ortgrad import OrtRunError, ort_forward
+    from .ortgrad import OrtRunError, forward_model, ort_forward
 
     info = op_info(op)
     inputs = list(inputs)
@@ -477,15 +479,11 @@ def check_runtime_departure(op: str, inputs, attrs: dict | None = None, *, spec,
         import pickle
         import signal
         import subprocess
-        import sys
 
-        import os
-        from pathlib import Path
+        from .ortimport import child_command
 
-        here = str(Path(__file__).resolve().parents[1])  # the child imports this proofkit, from any working directory
-        env = {**os.environ, "PYTHONPATH": os.pathsep.join(filter(None, [here, os.environ.get("PYTHONPATH")]))}
-        done = subprocess.run([sys.executable, "-c", _CHILD], input=pickle.dumps((op, inputs, attrs, n_outputs, opset)),
-                              capture_output=True, check=False, env=env)
+        model = forward_model(op, inputs, attrs, n_outputs=n_outputs, keep_types=True, opset=opset)
+        done = subprocess.run(child_command(_CHILD), input=pickle.dumps(model), capture_output=True, check=False)
         if done.returncode >= 0:
             raise AssertionError(f"{op}: {who} no longer terminates the process at {shown} (exit status "
                                  f"{done.returncode}): the departure '{title}' is gone, update the chapter")

@@ -437,15 +437,10 @@ class OrtRunError(Exception):
     """ONNX Runtime failed to load or run a node; the message is ONNX Runtime's status message."""
 
 
-def ort_forward(op, inputs, attrs=None, *, n_outputs: int | None = None, keep_types: bool = False,
-                opset: int | None = None, optional_inputs=(), elem_types: dict | None = None) -> list[np.ndarray]:
-    """ONNX Runtime's own forward of one node (CPU, opset 21 unless `opset`, float inputs fed as float32 unless
-    `keep_types`), for chapters that compare the runtime's forward with onnx.reference. Omitted optional inputs stay
-    omitted; by default it asks for the outputs onnx.reference gives in this mode. `optional_inputs` names inputs
-    declared with an optional type; `elem_types` ({position: type}) declares an empty sequence's element type, which
-    otherwise comes from the schema where it allows one (input_infos). An empty optional output comes back as None.
-    Raises OrtRunError with ONNX Runtime's message when the node does not load or does not run."""
-    import onnxruntime as ort
+def forward_model(op, inputs, attrs=None, *, n_outputs: int | None = None, keep_types: bool = False,
+                  opset: int | None = None, optional_inputs=(), elem_types: dict | None = None):
+    """The one-node model ort_forward gives ONNX Runtime, serialized, and its feeds (the arguments as ort_forward's):
+    for a child process that runs the node where ONNX Runtime may terminate the process."""
     from onnx import helper
 
     info = op_info(op)
@@ -463,11 +458,26 @@ def ort_forward(op, inputs, attrs=None, *, n_outputs: int | None = None, keep_ty
         [helper.make_node(op, names, outs, **((attrs or {}) if keep_types else float32_graphs(attrs or {})))], op,
         input_infos(op, feeds, optional, elem_types), [helper.make_empty_tensor_value_info(o) for o in outs])
     model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", opset or OPSET)], ir_version=IR_VERSION)
+    return model.SerializeToString(), feeds
+
+
+def ort_forward(op, inputs, attrs=None, *, n_outputs: int | None = None, keep_types: bool = False,
+                opset: int | None = None, optional_inputs=(), elem_types: dict | None = None) -> list[np.ndarray]:
+    """ONNX Runtime's own forward of one node (CPU, opset 21 unless `opset`, float inputs fed as float32 unless
+    `keep_types`), for chapters that compare the runtime's forward with onnx.reference. Omitted optional inputs stay
+    omitted; by default it asks for the outputs onnx.reference gives in this mode. `optional_inputs` names inputs
+    declared with an optional type; `elem_types` ({position: type}) declares an empty sequence's element type, which
+    otherwise comes from the schema where it allows one (input_infos). An empty optional output comes back as None.
+    Raises OrtRunError with ONNX Runtime's message when the node does not load or does not run."""
+    import onnxruntime as ort
+
+    model, feeds = forward_model(op, inputs, attrs, n_outputs=n_outputs, keep_types=keep_types, opset=opset,
+                                 optional_inputs=optional_inputs, elem_types=elem_types)
     options = ort.SessionOptions()
     options.log_severity_level = 4
     try:
         with quiet_stderr():
-            session = ort.InferenceSession(model.SerializeToString(), options, providers=["CPUExecutionProvider"])
+            session = ort.InferenceSession(model, options, providers=["CPUExecutionProvider"])
             return [values.as_value(y) for y in session.run(None, feeds)]
     except Exception as e:  # noqa: BLE001 - ONNX Runtime's own failure is the result
         head, _, status = str(e).partition("Status Message: ")
