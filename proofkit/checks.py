@@ -502,6 +502,25 @@ def torch_leaves(inputs) -> list:
     return tens
 
 
+def autograd_vjp(pairs, leaves):
+    """PyTorch autograd of Σ ⟨output, cotangent⟩ over `pairs` (an output tensor and its cotangent, a tensor of its
+    shape) with respect to `leaves` (None for a leaf the outputs do not use): what torch.autograd.grad(outputs,
+    leaves, grad_outputs=cotangents) gives. It is taken as the gradient of the scalar Σ sum(output·cotangent), the
+    cotangent cast to the output's dtype as autograd casts grad_outputs: that scalar's gradient with respect to each
+    output is its cotangent exactly (1·ḡ), so everything after it is the same product. This form spares each kernel
+    the import of torch.fx's symbolic shapes that PyTorch makes on its first call with grad_outputs (about 50 ms). A
+    complex or float8 output (PyTorch does not multiply float8 tensors), and a cotangent whose shape is not its
+    output's (which autograd refuses, and a product would broadcast), are passed as grad_outputs."""
+    import torch
+
+    plain = (torch.float16, torch.bfloat16, torch.float32, torch.float64)
+    outputs, cots = [o for o, _ in pairs], [g for _, g in pairs]
+    if any(o.dtype not in plain or g.is_complex() or tuple(o.shape) != tuple(g.shape) for o, g in pairs):
+        return torch.autograd.grad(outputs, leaves, cots, allow_unused=True)
+    total = sum((o * g.to(o.dtype)).sum() for o, g in pairs)
+    return torch.autograd.grad(total, leaves, allow_unused=True)
+
+
 def torch_gradients(tens, outputs, cotangents) -> list:
     """PyTorch autograd of Σ output·cotangent for each tensor of `torch_leaves`: an array (zeros for a float input the
     outputs do not use), or None for a non-float or omitted input, and for every input when no float output carries
@@ -516,7 +535,7 @@ def torch_gradients(tens, outputs, cotangents) -> list:
     pairs = [(o, torch.tensor(np.asarray(g))) for o, g in paired if g is not None and o.requires_grad]
     if not (leaves and pairs):
         return [None] * len(tens)
-    got = torch.autograd.grad([p[0] for p in pairs], leaves, [p[1] for p in pairs], allow_unused=True)
+    got = autograd_vjp(pairs, leaves)
     res = {id(t): (np.zeros(tuple(t.shape)) if r is None else r.detach().numpy()) for t, r in zip(leaves, got)}
     return [None if t is None else [res.get(id(e)) for e in t] if values.is_sequence(t) else res.get(id(t))
             for t in tens]

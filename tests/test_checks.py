@@ -463,3 +463,22 @@ def test_an_output_entry_free_of_an_input_adds_nothing_to_its_jacobian_term():
         check(sp.Matrix([g0 * b0 + g1 * b1, g1 * b1]))
     with pytest.raises(AssertionError, match=r"the rule for A\[1\] differs"):
         check(sp.Matrix([g0 * b0, 0]))
+
+
+def test_autograd_of_the_inner_product_is_autograd_with_grad_outputs_bit_for_bit():
+    from proofkit.checks import autograd_vjp
+    gen = torch.Generator().manual_seed(0)
+    for dtype in (torch.float64, torch.float32):
+        x = torch.randn(3, 4, generator=gen, dtype=dtype, requires_grad=True)
+        w = torch.randn(4, 2, generator=gen, dtype=dtype, requires_grad=True)
+        unused = torch.randn(2, generator=gen, dtype=dtype, requires_grad=True)
+        outs = [torch.tanh(x @ w), (x ** 3).sum(dim=1)]
+        cots = [torch.randn(3, 2, generator=gen, dtype=torch.float64), torch.randn(3, generator=gen, dtype=dtype)]
+        want = torch.autograd.grad(outs, [x, w, unused], cots, allow_unused=True, retain_graph=True)
+        got = autograd_vjp(list(zip(outs, cots)), [x, w, unused])
+        assert got[2] is None and want[2] is None
+        assert all(torch.equal(a, b) and a.dtype == dtype for a, b in zip(got[:2], want[:2]))
+    # a cotangent of another shape is refused as autograd refuses it, not broadcast
+    x = torch.ones(2, 3, dtype=torch.float64, requires_grad=True)
+    with pytest.raises(RuntimeError, match="Mismatch in shape"):
+        autograd_vjp([(2 * x, torch.ones(3, dtype=torch.float64))], [x])

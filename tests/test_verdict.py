@@ -156,6 +156,17 @@ def test_conventions_are_asserted_and_differences_must_be_declared():
                           twin=torch.relu)
 
 
+def test_a_point_where_vjp_breaks_the_convention_fails_before_any_engine_is_asked_there(monkeypatch):
+    import proofkit.conventions as conventions
+    asked = []
+    monkeypatch.setattr(conventions, "ort_gradient", lambda *a, **k: asked.append("ort"))
+    monkeypatch.setattr(conventions, "onnxad_gradient", lambda *a, **k: asked.append("onnx-ad"))
+    points = [Special("X = 0", [np.array(0.0)], {"X": 1.0})]
+    with pytest.raises(AssertionError, match="at X = 0, vjp gives 0.0 for X; the chapter's convention is 1.0"):
+        check_conventions("Relu", relu_vjp, points, twin=lambda x: asked.append("torch") or torch.relu(x))
+    assert asked == []
+
+
 def test_onnx_runtime_is_executed_and_a_disagreement_must_be_declared():
     def where_vjp(inputs, cotangents, **attrs):
         c, a, b = inputs
