@@ -233,9 +233,9 @@ def check_vjp_symbolic(op, inputs: dict, outputs: dict, cotangents: dict, rule: 
     pieces = pieces or [{}]
     checked = []
     # Jᵀḡ for an input entry x is the sum of ḡ·∂y/∂x over the output entries y that hold x: each output entry with its
-    # cotangent and its free symbols, found once (an entry free of x has ∂y/∂x = 0)
-    terms = [(g, y, y.free_symbols if isinstance(y, sp.Basic) else set())
-             for o, ys in outputs.items() for g, y in zip(_flat(cotangents[o]), _flat(ys))]
+    # cotangent and its free symbols, found once, when the first identity is to be proved (an entry free of x has
+    # ∂y/∂x = 0)
+    terms = None
     for name, r in rule.items():
         if len(_flat(r)) != len(_flat(inputs[name])):
             raise AssertionError(f"{op}: the rule for {name} has shape {_shape(r)}, the input {_shape(inputs[name])}")
@@ -243,6 +243,9 @@ def check_vjp_symbolic(op, inputs: dict, outputs: dict, cotangents: dict, rule: 
         if identity in _PROVED:  # this very identity was proved in this process (a cell run again): the tie remains
             checked.append(name)
             continue
+        if terms is None:
+            terms = [(g, y, y.free_symbols if isinstance(y, sp.Basic) else set())
+                     for o, ys in outputs.items() for g, y in zip(_flat(cotangents[o]), _flat(ys))]
         for k, (xk, rk) in enumerate(zip(_flat(inputs[name]), _flat(r))):
             jt = sp.Add(*[g * sp.diff(y, xk) for g, y, free in terms if xk in free])
             for piece in pieces:
