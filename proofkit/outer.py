@@ -284,21 +284,20 @@ def check_vjp_symbolic_outer(op, outer: dict, outputs: dict, cotangents: dict, r
     name -> matrix of symbols (for a sequence output, a list with one matrix per element, as check_vjp_symbolic
     takes it); rule: outer name -> matrix of expressions (the rule a reader writes); call: the node's inputs in schema
     order, as NumPy values (cond)."""
-    from .symbolic import _flat, _numeric, check_closed_form, vanishes
+    from .symbolic import _flat, _numeric, check_closed_form, jt_entry, jt_terms, vanishes
 
     info = op_info(op)
     for name in list(outputs) + list(cotangents):
         if info.formal(name).role != "output":
             raise KeyError(f"{op}: {name} is not an output")
     check_closed_form(op, rule)
+    terms = jt_terms(outputs, cotangents)
     for name, r in rule.items():
         if len(_flat(r)) != len(_flat(outer[name])):
             raise AssertionError(f"{op}: the rule for the outer value {name} has {len(_flat(r))} entries, the value "
                                  f"{len(_flat(outer[name]))}")
         for k, (xk, rk) in enumerate(zip(_flat(outer[name]), _flat(r))):
-            jt = sum((g * sp.diff(y, xk) for o, ys in outputs.items()
-                      for g, y in zip(_flat(cotangents[o]), _flat(ys))), sp.Integer(0))
-            d = vanishes(rk - jt)
+            d = vanishes(rk - jt_entry(terms, xk))
             if d != 0:
                 raise AssertionError(f"{op}: the rule for the outer value {name}[{k}] differs from Jᵀḡ by {d}")
     full = info.with_defaults(attrs)

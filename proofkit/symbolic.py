@@ -115,10 +115,7 @@ def _numeric(expr_array, values: dict):
         return direct.reshape(arr.shape)
     out = _compiled_numeric(tuple(arr.ravel()), values)
     if out is not None:
-        vals = np.array(out, dtype=complex)
-        if np.any(np.abs(vals.imag) > 1e-12 * np.maximum(1.0, np.abs(vals.real))):
-            raise AssertionError("a sampled point leaves the real domain of the instance")
-        return vals.real.astype(np.float64).reshape(arr.shape)
+        return _real(out, arr.shape)
     out = []
     for e in arr.ravel():
         v = sp.sympify(e).xreplace(values) if isinstance(e, sp.Basic) else e
@@ -128,10 +125,15 @@ def _numeric(expr_array, values: dict):
             out.append(complex(sp.N(v, 30)) if isinstance(v, sp.Basic) else v)
     if out and all(isinstance(v, bool) for v in out):
         return np.array(out, dtype=bool).reshape(arr.shape)
-    vals = np.array(out, dtype=complex)
+    return _real(out, arr.shape)
+
+
+def _real(values: list, shape) -> np.ndarray:
+    """Computed values (complex numbers) as a float64 array of `shape`; AssertionError where one is not real."""
+    vals = np.array(values, dtype=complex)
     if np.any(np.abs(vals.imag) > 1e-12 * np.maximum(1.0, np.abs(vals.real))):
         raise AssertionError("a sampled point leaves the real domain of the instance")
-    return vals.real.astype(np.float64).reshape(arr.shape)
+    return vals.real.astype(np.float64).reshape(shape)
 
 
 def vanishes(d):
@@ -148,6 +150,19 @@ def vanishes(d):
         except sp.PolynomialError:  # not a rational function of its generators: leave it to simplify
             pass
     return sp.simplify(d)
+
+
+def jt_terms(outputs: dict, cotangents: dict) -> list:
+    """The terms of Jᵀḡ: each output entry with its cotangent and its free symbols, found once for every input entry
+    (sequences as _flat reads them)."""
+    return [(g, y, y.free_symbols if isinstance(y, sp.Basic) else set())
+            for o, ys in outputs.items() for g, y in zip(_flat(cotangents[o]), _flat(ys))]
+
+
+def jt_entry(terms: list, x):
+    """(Jᵀḡ) for the input entry `x`: the sum of ḡ·∂y/∂x over the output entries y that hold x (an entry free of x has
+    ∂y/∂x = 0)."""
+    return sp.Add(*[g * sp.diff(y, x) for g, y, free in terms if x in free])
 
 
 #: Expressions that bind a symbol of their own (a derivative's variable, a sum's index): a replacement must not reach it
@@ -232,10 +247,7 @@ def check_vjp_symbolic(op, inputs: dict, outputs: dict, cotangents: dict, rule: 
     check_closed_form(op, rule)
     pieces = pieces or [{}]
     checked = []
-    # Jᵀḡ for an input entry x is the sum of ḡ·∂y/∂x over the output entries y that hold x: each output entry with its
-    # cotangent and its free symbols, found once, when the first identity is to be proved (an entry free of x has
-    # ∂y/∂x = 0)
-    terms = None
+    terms = None  # jt_terms, found when the first identity is to be proved
     for name, r in rule.items():
         if len(_flat(r)) != len(_flat(inputs[name])):
             raise AssertionError(f"{op}: the rule for {name} has shape {_shape(r)}, the input {_shape(inputs[name])}")
@@ -243,11 +255,9 @@ def check_vjp_symbolic(op, inputs: dict, outputs: dict, cotangents: dict, rule: 
         if identity in _PROVED:  # this very identity was proved in this process (a cell run again): the tie remains
             checked.append(name)
             continue
-        if terms is None:
-            terms = [(g, y, y.free_symbols if isinstance(y, sp.Basic) else set())
-                     for o, ys in outputs.items() for g, y in zip(_flat(cotangents[o]), _flat(ys))]
+        terms = jt_terms(outputs, cotangents) if terms is None else terms
         for k, (xk, rk) in enumerate(zip(_flat(inputs[name]), _flat(r))):
-            jt = sp.Add(*[g * sp.diff(y, xk) for g, y, free in terms if xk in free])
+            jt = jt_entry(terms, xk)
             for piece in pieces:
                 d = vanishes(on_piece(rk - jt, piece))
                 if d != 0:
