@@ -14,7 +14,7 @@ from .ortgrad import OrtRunError, check_vjp_ort, ort_forward, ort_gradient
 from .plot import plot_elementwise
 from .report import install as _install_report
 from .schema import OpInfo, UnknownOperatorError, list_ops, op_info
-from .symbolic import check_vjp_symbolic
+from .symbolic import check_vjp_symbolic, seed_lambdify_numpy as _seed_lambdify_numpy
 from .verdict import VOCABULARY, Claim, Verdict, VerdictError
 from .witness import witness_jump, witness_kink, witness_selects, witness_unbounded
 
@@ -51,3 +51,4 @@ def _settle_collector() -> None:
 
 _install_report()  # in a notebook kernel: one table of checks per cell (proofkit.report)
 _settle_collector()
+_seed_lambdify_numpy()  # sp.lambdify's NumPy namespace, without importing numpy.f2py and the like (proofkit.symbolic)

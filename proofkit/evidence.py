@@ -40,6 +40,10 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any, Callable
 
+#: The name under which the checks of the values a nested graph reads from the enclosing scope record
+#: (proofkit.outer); it is no formal input, and the verdict reads it without importing those checks.
+OUTER = "outer values"
+
 
 @dataclass(frozen=True)
 class Record:

@@ -261,7 +261,7 @@ def _run_with_onnxruntime(adjoint, wanted_out, feeds):
     import onnx
     import onnxruntime as ort
 
-    from .ortgrad import IR_VERSION, OPSET, quiet_stderr
+    from .ortgrad import IR_VERSION, OPSET, quiet_stderr, session_options
 
     model = onnx.ModelProto()
     model.CopyFrom(adjoint)
@@ -269,9 +269,8 @@ def _run_with_onnxruntime(adjoint, wanted_out, feeds):
         if entry.domain in ("", "ai.onnx") and entry.version > OPSET:
             entry.version = OPSET
     model.ir_version = min(model.ir_version, IR_VERSION)
-    options = ort.SessionOptions()
+    options = session_options(4)
     options.graph_optimization_level = ort.GraphOptimizationLevel.ORT_DISABLE_ALL
-    options.log_severity_level = 4
     with quiet_stderr():
         session = ort.InferenceSession(model.SerializeToString(), options, providers=["CPUExecutionProvider"])
         needed = {i.name for i in session.get_inputs()}

@@ -134,14 +134,29 @@ def ort_version() -> str:
     return onnxruntime.__version__
 
 
-def _session(model_bytes: bytes):
-    """A new ONNX Runtime CPU session of the model (log severity 3). Sessions are not kept: each holds a pool of
-    threads, and a few hundred kept alive slowed the checks that build many (MaxRoiPool's 500 cases)."""
+def session_options(severity: int = 3):
+    """ONNX Runtime's session options for every session the kit builds: log severity `severity` and one thread.
+
+    By default a session starts a pool of one thread per core, whose threads spin while waiting for work. The checks'
+    graphs are a node or a gradient graph on a few hundred values, which a pool does not speed up, and the suite runs
+    one notebook per core (make test's `-n 2`): the pool's threads only took the other notebook's core, and starting
+    and joining them cost each session more than its run (about 1.5 ms against 0.4 ms per `ort_forward` of a small
+    MaxRoiPool here). One thread computes the same kernels; only the pool's partition of a large loop is gone."""
     import onnxruntime as ort
 
     options = ort.SessionOptions()
-    options.log_severity_level = 3
-    return ort.InferenceSession(model_bytes, options, providers=["CPUExecutionProvider"])
+    options.log_severity_level = severity
+    options.intra_op_num_threads = 1
+    options.inter_op_num_threads = 1
+    return options
+
+
+def _session(model_bytes: bytes):
+    """A new ONNX Runtime CPU session of the model (log severity 3). Sessions are not kept: a few hundred kept alive
+    slowed the checks that build many (MaxRoiPool's 500 cases)."""
+    import onnxruntime as ort
+
+    return ort.InferenceSession(model_bytes, session_options(3), providers=["CPUExecutionProvider"])
 
 
 @lru_cache(maxsize=256)
@@ -473,11 +488,9 @@ def ort_forward(op, inputs, attrs=None, *, n_outputs: int | None = None, keep_ty
 
     model, feeds = forward_model(op, inputs, attrs, n_outputs=n_outputs, keep_types=keep_types, opset=opset,
                                  optional_inputs=optional_inputs, elem_types=elem_types)
-    options = ort.SessionOptions()
-    options.log_severity_level = 4
     try:
         with quiet_stderr():
-            session = ort.InferenceSession(model, options, providers=["CPUExecutionProvider"])
+            session = ort.InferenceSession(model, session_options(4), providers=["CPUExecutionProvider"])
             return [values.as_value(y) for y in session.run(None, feeds)]
     except Exception as e:  # noqa: BLE001 - ONNX Runtime's own failure is the result
         head, _, status = str(e).partition("Status Message: ")

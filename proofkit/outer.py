@@ -25,11 +25,8 @@ from . import values
 from .checks import (CheckResult, NOTHING_COMPARED, REFUSED, REFUSED_ONNXAD, _Worst, _call_vjp,
                      _is_float, _max_err, _record_none, _shapes_text, _shown_name, compare_outputs,
                      compare_with_engine, record_types)
-from .evidence import record
+from .evidence import OUTER, record
 from .schema import op_info
-
-#: The evidence name under which the checks of outer values record.
-OUTER = "outer values"
 
 
 def _attr_text(attrs) -> str:
@@ -99,12 +96,11 @@ def run_outer(op: str, inputs, attrs: dict | None, outer: dict, n_outputs: int |
     if runner == "onnxruntime":
         import onnxruntime as ort
 
-        from .ortgrad import IR_VERSION, OPSET, quiet_stderr
+        from .ortgrad import IR_VERSION, OPSET, quiet_stderr, session_options
         for entry in model.opset_import:
             entry.version = min(entry.version, OPSET)
         model.ir_version = IR_VERSION
-        options = ort.SessionOptions()
-        options.log_severity_level = 3
+        options = session_options(3)
         with quiet_stderr():
             sess = ort.InferenceSession(model.SerializeToString(), options, providers=["CPUExecutionProvider"])
             return [values.as_value(y) for y in sess.run(None, _feeds(inputs, outer))]

@@ -47,6 +47,32 @@ def _sample(sym, k: int, rng):
     return float(rng.standard_normal() * 1.5)
 
 
+def seed_lambdify_numpy() -> bool:
+    """Build SymPy's NumPy namespace for `sp.lambdify` (the one a chapter's model gets by default) without importing
+    NumPy's lazily loaded submodules. Returns whether it built it.
+
+    SymPy builds that namespace once per process by running `import numpy; from numpy import *; from numpy.linalg
+    import *`. Under NumPy 2 the star import imports every submodule NumPy otherwise loads on first use (numpy.f2py,
+    numpy.testing, numpy.polynomial, numpy.ctypeslib, numpy.char ...; about 30 ms, numpy.f2py the most) only to bind
+    their names, which the code `lambdify` prints does not read: it calls NumPy's functions by name, and binds any
+    name it prints that the namespace lacks (its printer's module_imports). This binds the same names to the same
+    objects, except the submodules NumPy has not loaded when the kit is imported, then SymPy's translations, as
+    SymPy's own builder does. A namespace SymPy builds another way, or has already built, is left alone."""
+    import importlib
+
+    sympy_lambdify = importlib.import_module("sympy.utilities.lambdify")  # the module, which sympy.utilities shadows
+
+    namespace, default, translations, commands = sympy_lambdify.MODULES["numpy"]
+    if commands != ("import numpy; from numpy import *; from numpy.linalg import *",) or namespace != default:
+        return False
+    built = {"numpy": np}
+    built.update((name, getattr(np, name)) for name in np.__all__ if name in vars(np))
+    built.update((name, getattr(np.linalg, name)) for name in np.linalg.__all__)
+    built.update((sympy_name, built[name]) for sympy_name, name in translations.items())
+    namespace.update(built)
+    return True
+
+
 @lru_cache(maxsize=512)
 def _mpmath_function(exprs: tuple, symbols: tuple):
     """The expressions as one mpmath function of the symbols (sp.lambdify), or None where SymPy cannot print one."""

@@ -8,6 +8,7 @@ import json
 import numpy as np
 
 from . import evidence
+from .evidence import OUTER
 from .display import FLOAT_TYPES, Rich, Table, prose_html
 from .onnxrun import run_onnx
 from .schema import op_info
@@ -279,7 +280,7 @@ class Claim:
                 if not diff_inputs:
                     # an output may still be differentiable through the values a graph attribute reads from the
                     # outer scope (If: cond is boolean), with the evidence a differentiable input needs (proofkit.outer)
-                    from .outer import OUTER, outer_missing
+                    from .outer import outer_missing
                     if not any(r.name == OUTER for r in evidence.recorded(op)):
                         raise VerdictError(f"{op}: output {f.name} is called {v}, but no input is differentiable")
                     lacking = outer_missing(op, vjp)
@@ -385,7 +386,6 @@ class Verdict:
             if r["role"] == "input" and (engines := engine_outcomes(c.op, r["name"])):
                 r["engines"] = engines
         out = {"op": c.op, "version": c.info.version, "rows": rows, "engine_findings": engine_findings(c.op)}
-        from .outer import OUTER
         if engines := engine_outcomes(c.op, OUTER):  # the outer values a graph reads have no row of their own (If)
             out["outer_engines"] = engines
         return out
@@ -394,7 +394,6 @@ class Verdict:
         """The anchor the engines page links an outer-values finding to, with what each engine showed for them."""
         if "outer_engines" not in stored:
             return ""
-        from .outer import OUTER
         shown = "; ".join(f"{html.escape(e)}: {html.escape(', '.join(w))}" for e, w in stored["outer_engines"].items())
         return (f'<p id="{row_anchor(self.claim.op, OUTER)}"><strong>Outer values</strong> (read by the node\'s '
                 f"graphs, no row of their own; proofkit.outer): {shown}.</p>")

@@ -165,7 +165,7 @@ def run_gradient_graph(model, params, feeds: dict) -> dict:
     per parameter it differentiates. Raises EngineRefused with ONNX Runtime's words."""
     import onnxruntime as ort
 
-    from .ortgrad import _reason, ort_version, quiet_stderr
+    from .ortgrad import _reason, ort_version, quiet_stderr, session_options
 
     ort.set_default_logger_severity(3)
     try:
@@ -173,8 +173,7 @@ def run_gradient_graph(model, params, feeds: dict) -> dict:
     except RuntimeError as e:
         raise EngineRefused(f"ONNX Runtime {ort_version()} could not build the gradient graph: "
                             f"{_reason(str(e))}") from None
-    options = ort.SessionOptions()
-    options.log_severity_level = 3
+    options = session_options(3)
     try:
         with quiet_stderr():
             sess = ort.InferenceSession(builder.get_model(), options, providers=["CPUExecutionProvider"])

@@ -482,3 +482,75 @@ def test_autograd_of_the_inner_product_is_autograd_with_grad_outputs_bit_for_bit
     x = torch.ones(2, 3, dtype=torch.float64, requires_grad=True)
     with pytest.raises(RuntimeError, match="Mismatch in shape"):
         autograd_vjp([(2 * x, torch.ones(3, dtype=torch.float64))], [x])
+
+
+def test_lambdify_numpy_namespace_has_star_imports_names_without_importing_numpys_lazy_submodules():
+    """proofkit.symbolic.seed_lambdify_numpy, run by `import proofkit`: in a fresh process, sp.lambdify's NumPy
+    namespace binds every name `from numpy import *; from numpy.linalg import *` binds, to the same object, except
+    NumPy's submodules not loaded yet; lambdify then imports none of them; it is built once and not rebuilt."""
+    import subprocess
+    import sys
+
+    code = r"""
+import sys, importlib
+import numpy as np, sympy as sp, proofkit
+from proofkit.symbolic import seed_lambdify_numpy
+L = importlib.import_module("sympy.utilities.lambdify")
+x = sp.Symbol("x")
+f = sp.lambdify([x], sp.Heaviside(x) + sp.Max(x, 0) * sp.sin(x) + sp.Matrix([[x, 1], [2, x]]).det())
+assert f(np.array([0.5])).tolist() == [1.0 + 0.5 * np.sin(0.5) + 0.25 - 2.0], f(np.array([0.5]))
+lazy = [m for m in ("numpy.f2py", "numpy.testing", "numpy.polynomial", "numpy.ctypeslib") if m in sys.modules]
+assert not lazy, lazy
+ref = {}
+exec("import numpy; from numpy import *; from numpy.linalg import *", {}, ref)
+ns = L.MODULES["numpy"][0]
+missing = sorted(set(ref) - set(ns))
+assert missing and all(getattr(ref[n], "__name__", "").startswith("numpy.") for n in missing), missing
+assert not set(ns) - set(ref) - {"I", "Heaviside"}, set(ns) - set(ref)
+assert all(ns[n] is ref[n] for n in set(ns) & set(ref)), [n for n in set(ns) & set(ref) if ns[n] is not ref[n]]
+assert ns["Heaviside"] is np.heaviside and ns["I"] == 1j
+assert seed_lambdify_numpy() is False  # built: left alone
+print("ok")
+"""
+    run = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=300)
+    assert run.returncode == 0 and run.stdout.strip() == "ok", run.stderr[-2000:]
+
+
+def test_lambdify_numpy_namespace_is_left_to_sympy_when_built_another_way(monkeypatch):
+    import importlib
+
+    from proofkit.symbolic import seed_lambdify_numpy
+
+    L = importlib.import_module("sympy.utilities.lambdify")
+    namespace, default, translations, commands = L.MODULES["numpy"]
+    fresh = dict(default)
+    monkeypatch.setitem(L.MODULES, "numpy", (fresh, default, translations, ("import numpy",)))
+    assert seed_lambdify_numpy() is False and fresh == default  # another SymPy's import commands: not built here
+    monkeypatch.setitem(L.MODULES, "numpy", (fresh, default, translations, commands))
+    assert seed_lambdify_numpy() is True and fresh["sin"] is np.sin and fresh["Heaviside"] is np.heaviside
+
+
+def test_every_onnx_runtime_session_of_the_kit_runs_on_one_thread(monkeypatch):
+    """proofkit.ortgrad.session_options: one intra-op and one inter-op thread, at the severity asked; and the kit's
+    sessions (a forward run, a gradient graph) are built with it."""
+    import onnxruntime as ort
+
+    from proofkit import ort_forward, ort_gradient
+    from proofkit.ortgrad import session_options
+
+    o = session_options(4)
+    assert (o.intra_op_num_threads, o.inter_op_num_threads, o.log_severity_level) == (1, 1, 4)
+    assert session_options().log_severity_level == 3
+    seen = []
+    real = ort.InferenceSession
+
+    def spy(model, options=None, **kw):
+        seen.append(options.intra_op_num_threads)
+        return real(model, options, **kw)
+
+    monkeypatch.setattr(ort, "InferenceSession", spy)
+    x = np.array([[-1.0, 2.0]], dtype=np.float32)
+    assert np.array_equal(ort_forward("Relu", [x])[0], np.maximum(x, 0))
+    grads = ort_gradient("Relu", [x], [np.ones_like(x)])
+    assert np.array_equal(np.asarray(grads[0]), np.array([[0.0, 1.0]], dtype=np.float32))
+    assert len(seen) >= 2 and set(seen) == {1}
