@@ -153,7 +153,7 @@ def session_options(severity: int = 3):
 
 def _session(model_bytes: bytes):
     """A new ONNX Runtime CPU session of the model (log severity 3). Sessions are not kept: a few hundred kept alive
-    slowed the checks that build many (MaxRoiPool's 500 cases)."""
+    slowed the checks that build many (MaxRoiPool's hundreds of cases)."""
     import onnxruntime as ort
 
     return ort.InferenceSession(model_bytes, session_options(3), providers=["CPUExecutionProvider"])
