@@ -12,6 +12,14 @@ import nbval.plugin as nbval_plugin
 
 from proofkit.status import TIMES_FILE
 
+# One thread per notebook kernel: the suite runs one notebook per core (pytest-xdist, `make test`'s -n 2), and a kernel
+# inherits this process's environment. PyTorch's and the BLAS libraries' thread pools (one thread per core by default)
+# only compete with the other notebook there: under that load a small PyTorch convolution, whose threads wait for one
+# another, took milliseconds instead of microseconds. One thread computes the same operations; a value set in the
+# environment is kept. ONNX Runtime's sessions get one thread from proofkit.ortgrad.session_options.
+for _var in ("OMP_NUM_THREADS", "MKL_NUM_THREADS", "OPENBLAS_NUM_THREADS"):
+    os.environ.setdefault(_var, "1")
+
 _teeth_spec = importlib.util.spec_from_file_location("teeth", Path(__file__).parent / "tests" / "teeth.py")
 teeth = importlib.util.module_from_spec(_teeth_spec)
 _teeth_spec.loader.exec_module(teeth)
