@@ -111,12 +111,12 @@ def check_conventions(op, vjp, points: list[Special], *, twin=None, attrs=None, 
         cot = p.cotangents if p.cotangents is not None else [np.ones(y.shape) if real(y) else None
                                                               for y in outs]
         grads = _call_vjp(op, vjp, xs, cot, full, reals=reals)
+        # the inputs the chapter states a convention for: (position, name, name as shown)
+        stated = [(i, info.input_name(i), _shown_name(info, i)) for i, x in enumerate(xs) if x is not None]
+        stated = [(i, name, shown) for i, name, shown in stated if shown in p.expect or name in p.expect]
         # vjp's value at the point against the chapter's convention, before any engine is asked there
-        for i, x in enumerate(xs):
-            name, shown = info.input_name(i), _shown_name(info, i)
-            if x is None or shown not in p.expect and name not in p.expect:
-                continue
-            want, got = p.expect.get(shown, p.expect.get(name)), grads[i]
+        for i, name, shown in stated:
+            x, want, got = xs[i], p.expect.get(shown, p.expect.get(name)), grads[i]
             if want is None:
                 if got is not None and np.any(np.asarray(got) != 0):
                     raise AssertionError(f"{op}: at {p.at}, vjp gives {_fmt(got)} for {shown}; the chapter says None")
@@ -162,11 +162,8 @@ def check_conventions(op, vjp, points: list[Special], *, twin=None, attrs=None, 
                 ad_note = "refused" if e.refused else "no rule"  # shown as such: nothing compared
         torch_ok = ort_ok = ad_ok = True
         differing = []  # (engine, input name, vjp's value, the engine's value as shown) where an engine differs
-        for i, x in enumerate(xs):
-            name, shown = info.input_name(i), _shown_name(info, i)
-            if x is None or shown not in p.expect and name not in p.expect:
-                continue
-            got = grads[i]  # equal to the chapter's convention (asserted above)
+        for i, name, shown in stated:
+            x, got = xs[i], grads[i]  # got equals the chapter's convention (asserted above)
             t_val = tg[i] if tg is not None else None
             o_val = og[i] if og is not None else None
             t_same = tg is None or _same(got, t_val, 1e-9)
